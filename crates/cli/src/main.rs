@@ -1,0 +1,423 @@
+//! `outcore` — the command line of the out-of-core graph system.
+//!
+//! Raw arguments are turned into validated settings here (clap), the library
+//! crates do the work, and this binary owns presentation: progress bars on stderr
+//! (indicatif), closing summary lines, and error messages with a non-zero exit.
+
+mod progress;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use outcore_io::{format_bytes, parse_size, IoStats};
+use outcore_store::info::{store_info, StoreInfo};
+use outcore_store::{Format, IngestOptions, Store};
+use outcore_testkit::gen::{generate, GenKind, GenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "outcore",
+    version,
+    about = "Out-of-core graph processing: generate, ingest and inspect graphs larger than memory"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Generate a synthetic graph as a binary (bin32/bin32w) or text edge list.
+    Generate(GenerateArgs),
+    /// Ingest edge lists (text, DIMACS, Matrix Market, binary; gzip allowed) into a store.
+    Ingest(IngestArgs),
+    /// Describe a store and verify its checksums.
+    Info(InfoArgs),
+    /// Run the built-in example end to end: generate, ingest, info.
+    Example(ExampleArgs),
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    #[command(subcommand)]
+    kind: GenKindArg,
+}
+
+#[derive(Args, Clone)]
+struct GenCommon {
+    /// Output file (binary bin32, or bin32w with --weighted; text with --text).
+    #[arg(short, long)]
+    out: PathBuf,
+    /// Random seed: the same seed gives the same bytes on every run and thread count.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Add f32 weights uniform in (0, 1].
+    #[arg(long)]
+    weighted: bool,
+    /// Write SNAP-style text (`u<TAB>v[<TAB>w]` lines) instead of binary.
+    #[arg(long)]
+    text: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Subcommand)]
+enum GenKindArg {
+    /// Graph500 Kronecker graph (A=0.57, B=0.19, C=0.19), labels permuted, edges shuffled.
+    Kronecker {
+        /// log2 of the vertex count.
+        #[arg(long)]
+        scale: u32,
+        /// Edges per vertex.
+        #[arg(long, default_value_t = 16)]
+        edge_factor: u64,
+        #[command(flatten)]
+        common: GenCommon,
+    },
+    /// 2-D lattice, both directions of every edge (road-like, diameter rows+cols-2).
+    Grid {
+        #[arg(long)]
+        rows: u64,
+        #[arg(long)]
+        cols: u64,
+        #[command(flatten)]
+        common: GenCommon,
+    },
+    /// Erdős–Rényi G(n, M): M directed edges with uniform endpoints.
+    Uniform {
+        #[arg(long)]
+        vertices: u64,
+        #[arg(long)]
+        edges: u64,
+        #[command(flatten)]
+        common: GenCommon,
+    },
+    /// A directed path 0 -> 1 -> ... -> n-1.
+    Path {
+        #[arg(long)]
+        vertices: u64,
+        #[command(flatten)]
+        common: GenCommon,
+    },
+}
+
+#[derive(Args)]
+struct IngestArgs {
+    /// Input files (format detected from extension and content; .gz allowed).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Output store directory.
+    #[arg(short, long)]
+    out: PathBuf,
+    /// Input format for every input: text, dimacs, mtx, bin32, bin32w, bin64.
+    #[arg(long)]
+    format: Option<Format>,
+    /// Store both directions of every edge.
+    #[arg(long)]
+    undirected: bool,
+    /// Require weights (error if an input has none).
+    #[arg(long, conflicts_with = "no_weights")]
+    weighted: bool,
+    /// Drop weights.
+    #[arg(long)]
+    no_weights: bool,
+    /// Renumber arbitrary u64 ids densely; results are still written in your ids.
+    #[arg(long)]
+    remap: bool,
+    /// Keep one copy of each (source, target) pair (the smallest weight).
+    #[arg(long)]
+    dedup: bool,
+    /// Drop edges from a vertex to itself.
+    #[arg(long)]
+    drop_self_loops: bool,
+    /// Memory budget, e.g. 512M, 1G.
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    memory: u64,
+    /// Grid partitions P (P x P blocks); default chosen from the vertex count and budget.
+    #[arg(long)]
+    partitions: Option<u32>,
+    /// Also write the in-edge CSR.
+    #[arg(long)]
+    in_edges: bool,
+    /// Replace an existing store.
+    #[arg(long)]
+    force: bool,
+    /// Directory for temporary sort runs (default: beside the output).
+    #[arg(long)]
+    tmp_dir: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// Store directory.
+    store: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Check headers only; skip streaming every file to verify its checksum.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+#[derive(Args)]
+struct ExampleArgs {
+    /// Working directory (default: a new temporary directory, removed afterwards).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Kronecker scale of the example graph.
+    #[arg(long, default_value_t = 16)]
+    scale: u32,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("outcore: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn set_threads(n: Option<usize>) -> Result<()> {
+    if let Some(n) = n {
+        if n == 0 {
+            bail!("--threads must be at least 1");
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .context("setting up threads")?;
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Generate(a) => cmd_generate(a.kind),
+        Cmd::Ingest(a) => cmd_ingest(a),
+        Cmd::Info(a) => cmd_info(&a.store, a.json, !a.no_verify),
+        Cmd::Example(a) => cmd_example(a),
+    }
+}
+
+fn cmd_generate(kind: GenKindArg) -> Result<()> {
+    let (kind, common) = match kind {
+        GenKindArg::Kronecker {
+            scale,
+            edge_factor,
+            common,
+        } => (GenKind::Kronecker { scale, edge_factor }, common),
+        GenKindArg::Grid { rows, cols, common } => (GenKind::Grid { rows, cols }, common),
+        GenKindArg::Uniform {
+            vertices,
+            edges,
+            common,
+        } => (GenKind::Uniform { vertices, edges }, common),
+        GenKindArg::Path { vertices, common } => (GenKind::Path { vertices }, common),
+    };
+    set_threads(common.threads)?;
+    let opts = GenOptions {
+        kind,
+        seed: common.seed,
+        weighted: common.weighted,
+        text: common.text,
+    };
+    let start = Instant::now();
+    let bar = progress::counter("generate", opts.kind.edges(), "edges");
+    let stats = IoStats::new();
+    let r = generate(&opts, &common.out, stats.clone(), &|d| bar.set_position(d))
+        .with_context(|| format!("generating {}", common.out.display()))?;
+    bar.finish_and_clear();
+    eprintln!(
+        "generated {} vertices, {} edges into {} in {:.2} s ({} written)",
+        r.vertices,
+        r.edges,
+        common.out.display(),
+        start.elapsed().as_secs_f64(),
+        format_bytes(stats.snapshot().bytes_written)
+    );
+    Ok(())
+}
+
+fn cmd_ingest(a: IngestArgs) -> Result<()> {
+    set_threads(a.threads)?;
+    let opts = IngestOptions {
+        format: a.format,
+        undirected: a.undirected,
+        weighted: if a.weighted {
+            Some(true)
+        } else if a.no_weights {
+            Some(false)
+        } else {
+            None
+        },
+        remap: a.remap,
+        dedup: a.dedup,
+        drop_self_loops: a.drop_self_loops,
+        memory: a.memory,
+        partitions: a.partitions,
+        in_edges: a.in_edges,
+        force: a.force,
+        tmp_dir: a.tmp_dir,
+    };
+    let obs = progress::IngestBars::new();
+    let r = outcore_store::ingest(&a.inputs, &a.out, &opts, &obs)?;
+    obs.finish();
+    eprintln!(
+        "ingested {} edges ({} input), {} vertices, P={} into {} in {:.2} s: {:.1} M edges/s, read {}, wrote {} ({} store), {} sort runs, peak memory {}",
+        r.edges,
+        r.input_edges,
+        r.vertices,
+        r.partitions,
+        a.out.display(),
+        r.seconds,
+        r.input_edges as f64 / r.seconds.max(1e-9) / 1e6,
+        format_bytes(r.io.bytes_read),
+        format_bytes(r.io.bytes_written),
+        format_bytes(r.store_bytes),
+        r.sort_runs,
+        progress::peak_memory().map_or("unknown".into(), format_bytes)
+    );
+    Ok(())
+}
+
+fn cmd_info(dir: &Path, json: bool, verify: bool) -> Result<()> {
+    let store = Store::open(dir)?;
+    let info = store_info(&store, verify)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print_info(&info, verify);
+    }
+    if !info.checksums_ok {
+        let bad: Vec<String> = info.files.iter().filter_map(|f| f.error.clone()).collect();
+        bail!(
+            "store {} is damaged:\n  {}",
+            dir.display(),
+            bad.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+fn print_info(i: &StoreInfo, verified: bool) {
+    println!("store        {}", i.store);
+    println!("vertices     {}", i.vertices);
+    println!(
+        "edges        {} ({}, {})",
+        i.edges,
+        if i.directed {
+            "directed"
+        } else {
+            "undirected: both directions stored"
+        },
+        if i.weighted {
+            "weighted f32"
+        } else {
+            "unweighted"
+        }
+    );
+    println!("self-loops   {}", i.self_loops);
+    println!(
+        "ids          {}",
+        if i.remapped {
+            "remapped (id map kept)".to_string()
+        } else {
+            format!("as given, base {}", i.id_base)
+        }
+    );
+    for (name, d) in [("out-degree", &i.out_degree), ("in-degree", &i.in_degree)] {
+        println!(
+            "{name:<12} max {} mean {:.2} zero {}",
+            d.max, d.mean, d.zero
+        );
+        let hist: Vec<String> = d
+            .histogram
+            .iter()
+            .map(|b| format!("[{},{}]:{}", b.lo, b.hi, b.count))
+            .collect();
+        println!("             histogram {}", hist.join(" "));
+    }
+    let g = &i.grid_blocks;
+    println!(
+        "grid         P={} ({} blocks, interval {} vertices); edges per block min {} median {} max {} mean {:.1}; {} empty",
+        i.partitions, g.blocks, i.interval, g.min_edges, g.median_edges, g.max_edges, g.mean_edges, g.empty
+    );
+    let layouts: Vec<String> = i
+        .layout_bytes
+        .iter()
+        .map(|(n, b)| format!("{n} {}", format_bytes(*b)))
+        .collect();
+    println!("bytes        {}", layouts.join(", "));
+    if verified {
+        let ok = i.files.iter().filter(|f| f.ok).count();
+        println!(
+            "checksums    {}",
+            if i.checksums_ok {
+                format!("all {ok} files verify")
+            } else {
+                format!("{} of {} files FAIL", i.files.len() - ok, i.files.len())
+            }
+        );
+    } else {
+        println!("checksums    not verified (headers only)");
+    }
+}
+
+fn cmd_example(a: ExampleArgs) -> Result<()> {
+    let tmp;
+    let dir = match a.dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            d
+        }
+        None => {
+            tmp = tempfile::tempdir().context("creating a temporary directory")?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let edges = dir.join(format!("kron{}.bin32", a.scale));
+    let store = dir.join(format!("kron{}.store", a.scale));
+    eprintln!(
+        "example: Graph500 Kronecker scale {} -> {}",
+        a.scale,
+        edges.display()
+    );
+    cmd_generate(GenKindArg::Kronecker {
+        scale: a.scale,
+        edge_factor: 16,
+        common: GenCommon {
+            out: edges.clone(),
+            seed: 1,
+            weighted: false,
+            text: false,
+            threads: None,
+        },
+    })?;
+    eprintln!(
+        "example: ingest as an undirected graph -> {}",
+        store.display()
+    );
+    cmd_ingest(IngestArgs {
+        inputs: vec![edges],
+        out: store.clone(),
+        format: None,
+        undirected: true,
+        weighted: false,
+        no_weights: false,
+        remap: false,
+        dedup: true,
+        drop_self_loops: true,
+        memory: 256 << 20,
+        partitions: None,
+        in_edges: false,
+        force: true,
+        tmp_dir: None,
+        threads: None,
+    })?;
+    cmd_info(&store, false, true)
+}

@@ -1,0 +1,414 @@
+//! Files: [`InFile`] (buffered, O_DIRECT or mmap reads) and [`OutFile`] (counted,
+//! buffered sequential writes plus positioned rewrites, with fault injection).
+
+use crate::{fault, IoError, IoStats, Result};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Alignment of O_DIRECT buffers, offsets and lengths.
+pub const ALIGN: usize = 4096;
+
+/// How an [`InFile`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// `pread` through the page cache.
+    #[default]
+    Buffered,
+    /// `O_DIRECT` `pread` into aligned buffers, bypassing the page cache. Falls back
+    /// to buffered reads on filesystems that refuse `O_DIRECT` (tmpfs), see
+    /// [`InFile::is_direct`].
+    Direct,
+    /// A read-only shared memory map.
+    Mmap,
+}
+
+impl std::str::FromStr for ReadMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "buffered" => Ok(ReadMode::Buffered),
+            "direct" => Ok(ReadMode::Direct),
+            "mmap" => Ok(ReadMode::Mmap),
+            _ => Err(format!(
+                "unknown read mode {s:?} (buffered, direct or mmap)"
+            )),
+        }
+    }
+}
+
+/// A heap buffer aligned to [`ALIGN`], as O_DIRECT requires.
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    cap: usize,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively, like a Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared access only hands out `&[u8]`, like a Vec<u8>.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of at least `len` bytes, rounded up to a multiple of [`ALIGN`].
+    pub fn new(len: usize) -> AlignedBuf {
+        let cap = len.div_ceil(ALIGN).max(1) * ALIGN;
+        let layout = Layout::from_size_align(cap, ALIGN).expect("aligned layout");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, cap }
+    }
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for cap initialised (zeroed) bytes for our lifetime.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.cap) }
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.cap) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.cap, ALIGN).expect("aligned layout");
+        // SAFETY: ptr was allocated in `new` with exactly this layout.
+        unsafe { dealloc(self.ptr, layout) }
+    }
+}
+
+/// A store file opened for reading through one of the [`ReadMode`] backends.
+pub struct InFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    mode: ReadMode,
+    direct: bool,
+    map: Option<memmap2::Mmap>,
+    stats: Arc<IoStats>,
+}
+
+impl InFile {
+    pub fn open(path: &Path, mode: ReadMode, stats: Arc<IoStats>) -> Result<InFile> {
+        let err = |e| IoError::new(path, "open", e);
+        let mut direct = false;
+        let file = if mode == ReadMode::Direct {
+            match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+            {
+                Ok(f) => {
+                    direct = true;
+                    f
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    File::open(path).map_err(err)?
+                }
+                Err(e) => return Err(err(e)),
+            }
+        } else {
+            File::open(path).map_err(err)?
+        };
+        let len = file
+            .metadata()
+            .map_err(|e| IoError::new(path, "stat", e))?
+            .len();
+        let map = if mode == ReadMode::Mmap && len > 0 {
+            // SAFETY: store files are immutable once their manifest is written; the
+            // mapping is read-only, and a concurrent truncation by another process is
+            // outside the store's contract (documented in docs/format.md).
+            Some(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| IoError::new(path, "mmap", e))?)
+        } else {
+            None
+        };
+        Ok(InFile {
+            path: path.to_path_buf(),
+            file,
+            len,
+            mode,
+            direct,
+            map,
+            stats,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn mode(&self) -> ReadMode {
+        self.mode
+    }
+    /// True when reads really bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+
+    fn short(&self, offset: u64, want: usize) -> IoError {
+        IoError::new(
+            &self.path,
+            "read",
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "file ends at byte {} but {want} bytes were needed at offset {offset}",
+                    self.len
+                ),
+            ),
+        )
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if offset + buf.len() as u64 > self.len {
+            return Err(self.short(offset, buf.len()));
+        }
+        match (self.mode, &self.map) {
+            (ReadMode::Mmap, Some(m)) => {
+                buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
+                self.stats.add_read(buf.len() as u64);
+                Ok(())
+            }
+            _ if self.direct => {
+                let start = offset & !(ALIGN as u64 - 1);
+                let end = (offset + buf.len() as u64).div_ceil(ALIGN as u64) * ALIGN as u64;
+                let mut tmp = AlignedBuf::new((end - start) as usize);
+                let got = self.read_direct(start, tmp.as_mut_slice())?;
+                let skip = (offset - start) as usize;
+                if got < skip + buf.len() {
+                    return Err(self.short(offset, buf.len()));
+                }
+                buf.copy_from_slice(&tmp.as_slice()[skip..skip + buf.len()]);
+                Ok(())
+            }
+            _ => {
+                self.file
+                    .read_exact_at(buf, offset)
+                    .map_err(|e| IoError::new(&self.path, "read", e))?;
+                self.stats.add_read(buf.len() as u64);
+                Ok(())
+            }
+        }
+    }
+
+    /// One O_DIRECT request: `offset` and `buf.len()` must be multiples of [`ALIGN`]
+    /// and `buf` aligned (use [`AlignedBuf`]). Returns the bytes read (short at end of
+    /// file). In buffered or mmap mode it reads the same bytes without alignment rules.
+    pub fn read_direct(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let n = if let Some(m) = &self.map {
+                let at = (offset as usize + done).min(m.len());
+                let n = (m.len() - at).min(buf.len() - done);
+                buf[done..done + n].copy_from_slice(&m[at..at + n]);
+                n
+            } else {
+                match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(IoError::new(&self.path, "read", e)),
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        self.stats.add_read(done as u64);
+        Ok(done)
+    }
+
+    /// Zero-copy view of a range, only in [`ReadMode::Mmap`]; counts the bytes as read.
+    pub fn mapped(&self, offset: u64, len: usize) -> Result<Option<&[u8]>> {
+        match &self.map {
+            Some(m) => {
+                if offset + len as u64 > self.len {
+                    return Err(self.short(offset, len));
+                }
+                self.stats.add_read(len as u64);
+                Ok(Some(&m[offset as usize..offset as usize + len]))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Tells the kernel to drop this file's cached pages (cold-cache benchmarks).
+    pub fn evict_from_page_cache(&self) {
+        // SAFETY: plain syscall on a file descriptor we own.
+        unsafe {
+            libc::posix_fadvise(
+                std::os::fd::AsRawFd::as_raw_fd(&self.file),
+                0,
+                0,
+                libc::POSIX_FADV_DONTNEED,
+            );
+        }
+    }
+}
+
+/// A file being written: sequential buffered appends, positioned rewrites (headers),
+/// counted in [`IoStats`] and subject to [`fault`] injection.
+pub struct OutFile {
+    path: PathBuf,
+    file: File,
+    buf: Vec<u8>,
+    pos: u64,
+    stats: Arc<IoStats>,
+}
+
+const OUT_BUF: usize = 1 << 20;
+
+impl OutFile {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &Path, stats: Arc<IoStats>) -> Result<OutFile> {
+        let file = File::create(path).map_err(|e| IoError::new(path, "create", e))?;
+        Ok(OutFile {
+            path: path.to_path_buf(),
+            file,
+            buf: Vec::with_capacity(OUT_BUF),
+            pos: 0,
+            stats,
+        })
+    }
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Bytes appended so far (the logical length).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        self.pos += data.len() as u64;
+        if self.buf.len() + data.len() > OUT_BUF {
+            self.flush()?;
+        }
+        if data.len() >= OUT_BUF {
+            return self.raw_write(data);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn raw_write(&mut self, data: &[u8]) -> Result<()> {
+        fault::charge_write(data.len())
+            .and_then(|_| self.file.write_all(data))
+            .map_err(|e| IoError::new(&self.path, "write", e))?;
+        self.stats.add_write(data.len() as u64);
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            let data = std::mem::take(&mut self.buf);
+            let r = self.raw_write(&data);
+            self.buf = data;
+            self.buf.clear();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Overwrites bytes at `offset`, which must lie inside what was appended.
+    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        assert!(
+            offset + data.len() as u64 <= self.pos,
+            "write_at beyond the appended length"
+        );
+        self.flush()?;
+        fault::charge_write(data.len())
+            .and_then(|_| self.file.write_all_at(data, offset))
+            .map_err(|e| IoError::new(&self.path, "write", e))?;
+        self.stats.add_write(data.len() as u64);
+        Ok(())
+    }
+
+    /// Sets the logical length to `len` (at least the current one); the new range
+    /// reads as zeros and takes no space until written (a sparse extension).
+    pub fn set_len(&mut self, len: u64) -> Result<()> {
+        assert!(len >= self.pos, "set_len may only extend");
+        self.flush()?;
+        self.file
+            .set_len(len)
+            .map_err(|e| IoError::new(&self.path, "extend", e))?;
+        use std::io::Seek;
+        self.file
+            .seek(std::io::SeekFrom::Start(len))
+            .map_err(|e| IoError::new(&self.path, "seek", e))?;
+        self.pos = len;
+        Ok(())
+    }
+
+    /// Flushes, fsyncs and closes; returns the file's length.
+    pub fn finish(mut self) -> Result<u64> {
+        self.flush()?;
+        self.file
+            .sync_all()
+            .map_err(|e| IoError::new(&self.path, "fsync", e))?;
+        Ok(self.pos)
+    }
+}
+
+/// fsyncs a directory so that renames inside it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| IoError::new(dir, "fsync directory", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_reads_the_same_bytes_and_counts_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let stats = IoStats::new();
+        let mut out = OutFile::create(&path, stats.clone()).unwrap();
+        out.write_all(&data).unwrap();
+        out.write_at(10, &[1, 2, 3]).unwrap();
+        assert_eq!(out.finish().unwrap(), 20_000);
+        let mut expect = data.clone();
+        expect[10..13].copy_from_slice(&[1, 2, 3]);
+        assert_eq!(stats.snapshot().bytes_written, 20_003);
+        for mode in [ReadMode::Buffered, ReadMode::Direct, ReadMode::Mmap] {
+            let s = IoStats::new();
+            let f = InFile::open(&path, mode, s.clone()).unwrap();
+            let mut buf = vec![0u8; 5000];
+            f.read_exact_at(4097, &mut buf).unwrap();
+            assert_eq!(&buf[..], &expect[4097..9097], "{mode:?}");
+            assert_eq!(s.snapshot().read_requests, 1);
+            assert!(s.snapshot().bytes_read >= 5000);
+            let err = f.read_exact_at(19_999, &mut buf).unwrap_err();
+            assert!(err.to_string().contains("file ends at byte 20000"), "{err}");
+        }
+    }
+
+    #[test]
+    fn aligned_buffers_are_aligned() {
+        let b = AlignedBuf::new(5000);
+        assert_eq!(b.as_slice().as_ptr() as usize % ALIGN, 0);
+        assert_eq!(b.capacity(), 8192);
+    }
+}

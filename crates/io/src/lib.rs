@@ -1,0 +1,57 @@
+//! # outcore-io — every byte to and from disk
+//!
+//! Design: all store files are read and written through this crate, so the
+//! accounting (bytes and requests, [`IoStats`]) and the fault injection used by the
+//! tests ([`fault`]) are total. DESIGN.md principle 1 ("less total I/O beats better
+//! locality", CLIP ATC'17 §2) only means something if every byte is counted.
+//!
+//! Backends ([`ReadMode`]):
+//! * `Buffered` — `pread(2)` through the kernel page cache;
+//! * `Direct` — `O_DIRECT` `pread(2)` into 4 KiB-aligned buffers ([`AlignedBuf`]);
+//!   unaligned requests are widened to the enclosing aligned range, and only the
+//!   bytes transferred by the device are counted;
+//! * `Mmap` — a read-only shared mapping (memmap2); bytes are counted when a range
+//!   is handed out.
+//!
+//! Invariants: a request is counted once, when it completes; a failed write leaves
+//! an error naming the file, never a silently short file.
+
+pub mod fault;
+mod file;
+mod size;
+mod stats;
+
+pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, ALIGN};
+pub use size::{format_bytes, parse_size};
+pub use stats::{IoSnapshot, IoStats};
+
+use std::path::PathBuf;
+
+/// An I/O failure, naming the file and what was being done.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {op}: {source}", path.display())]
+pub struct IoError {
+    pub path: PathBuf,
+    pub op: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl IoError {
+    pub fn new(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
+        IoError {
+            path: path.into(),
+            op,
+            source,
+        }
+    }
+    /// True when the device ran out of space (ENOSPC / EDQUOT).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(
+            self.source.raw_os_error(),
+            Some(libc::ENOSPC) | Some(libc::EDQUOT)
+        )
+    }
+}
+
+pub type Result<T> = std::result::Result<T, IoError>;

@@ -1,0 +1,186 @@
+//! `outcore info`: what a store holds (counts, degree statistics, grid block
+//! sizes, bytes per layout) and whether every checksum verifies.
+
+use crate::error::Result;
+use crate::reader::Store;
+
+/// Degree statistics with a log2-binned histogram: bin `k` counts degrees in
+/// `[2^(k-1), 2^k)` for k >= 1, bin 0 counts degree 0.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DegreeStats {
+    pub max: u64,
+    pub mean: f64,
+    pub zero: u64,
+    pub histogram: Vec<Bin>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Bin {
+    /// Smallest value in the bin (inclusive).
+    pub lo: u64,
+    /// Largest value in the bin (inclusive).
+    pub hi: u64,
+    pub count: u64,
+}
+
+/// Log2-binned statistics of a list of values.
+pub fn log_stats(values: impl Iterator<Item = u64>) -> DegreeStats {
+    let mut bins = [0u64; 66];
+    let (mut max, mut sum, mut count, mut zero) = (0u64, 0u128, 0u64, 0u64);
+    for d in values {
+        max = max.max(d);
+        sum += d as u128;
+        count += 1;
+        zero += (d == 0) as u64;
+        let k = if d == 0 {
+            0
+        } else {
+            64 - d.leading_zeros() as usize
+        };
+        bins[k] += 1;
+    }
+    let histogram = bins
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(k, &c)| {
+            let (lo, hi) = if k == 0 {
+                (0, 0)
+            } else {
+                (1u64 << (k - 1), (1u64 << (k - 1)).saturating_mul(2) - 1)
+            };
+            Bin { lo, hi, count: c }
+        })
+        .collect();
+    DegreeStats {
+        max,
+        mean: if count > 0 {
+            sum as f64 / count as f64
+        } else {
+            0.0
+        },
+        zero,
+        histogram,
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BlockStats {
+    pub blocks: u64,
+    pub empty: u64,
+    pub min_edges: u64,
+    pub median_edges: u64,
+    pub max_edges: u64,
+    pub mean_edges: f64,
+    /// Log2 bins of the edge counts of non-empty blocks.
+    pub histogram: Vec<Bin>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileCheck {
+    pub file: String,
+    pub bytes: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreInfo {
+    pub store: String,
+    pub vertices: u64,
+    pub edges: u64,
+    pub directed: bool,
+    pub weighted: bool,
+    pub self_loops: u64,
+    pub remapped: bool,
+    pub id_base: u64,
+    pub in_edges: bool,
+    pub partitions: u32,
+    pub interval: u64,
+    pub out_degree: DegreeStats,
+    pub in_degree: DegreeStats,
+    pub grid_blocks: BlockStats,
+    /// Bytes per layout: grid, csr, degrees, idmap, manifest.
+    pub layout_bytes: Vec<(String, u64)>,
+    pub files: Vec<FileCheck>,
+    pub checksums_ok: bool,
+}
+
+/// Gathers the statistics of `store`; with `verify`, streams every file to check
+/// its checksum (otherwise headers only).
+pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
+    let m = store.manifest();
+    let out_deg = store.degrees("out")?;
+    let in_deg = store.degrees("in")?;
+    let grid = store.grid()?;
+    let mut sizes: Vec<u64> = grid.entries().iter().map(|e| e.edges).collect();
+    sizes.sort_unstable();
+    let nonempty: Vec<u64> = sizes.iter().copied().filter(|&s| s > 0).collect();
+    let hist = log_stats(nonempty.iter().copied()).histogram;
+    let grid_blocks = BlockStats {
+        blocks: sizes.len() as u64,
+        empty: (sizes.len() - nonempty.len()) as u64,
+        min_edges: *sizes.first().unwrap_or(&0),
+        median_edges: sizes.get(sizes.len() / 2).copied().unwrap_or(0),
+        max_edges: *sizes.last().unwrap_or(&0),
+        mean_edges: if sizes.is_empty() {
+            0.0
+        } else {
+            m.edges as f64 / sizes.len() as f64
+        },
+        histogram: hist,
+    };
+    let mut layout: Vec<(String, u64)> = Vec::new();
+    for f in &m.files {
+        let group = f.name.split('.').next().unwrap_or(&f.name).to_string();
+        match layout.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, b)) => *b += f.bytes,
+            None => layout.push((group, f.bytes)),
+        }
+    }
+    let manifest_bytes = std::fs::metadata(store.dir().join(crate::manifest::MANIFEST))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    layout.push(("manifest".into(), manifest_bytes));
+    let files: Vec<FileCheck> = if verify {
+        store
+            .verify()
+            .into_iter()
+            .map(|(name, r)| FileCheck {
+                bytes: m.file(&name).map_or(0, |f| f.bytes),
+                file: name,
+                ok: r.is_ok(),
+                error: r.err().map(|e| e.to_string()),
+            })
+            .collect()
+    } else {
+        m.files
+            .iter()
+            .map(|f| FileCheck {
+                file: f.name.clone(),
+                bytes: f.bytes,
+                ok: true,
+                error: None,
+            })
+            .collect()
+    };
+    Ok(StoreInfo {
+        store: store.dir().display().to_string(),
+        vertices: m.vertices,
+        edges: m.edges,
+        directed: m.directed,
+        weighted: m.weighted,
+        self_loops: m.self_loops,
+        remapped: m.remapped,
+        id_base: m.id_base,
+        in_edges: m.in_edges,
+        partitions: m.partitions,
+        interval: m.interval,
+        out_degree: log_stats(out_deg.iter().map(|&d| d as u64)),
+        in_degree: log_stats(in_deg.iter().map(|&d| d as u64)),
+        grid_blocks,
+        layout_bytes: layout,
+        checksums_ok: files.iter().all(|f| f.ok),
+        files,
+    })
+}

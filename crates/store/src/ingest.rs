@@ -1,0 +1,1033 @@
+//! Out-of-core ingest: input files -> a store directory.
+//!
+//! Pipeline (every byte through `outcore-io`, counted):
+//! 1. **probe** each input (format, gzip, header, weights) and check the output;
+//! 2. **parse** in parallel chunks ([`crate::parse`]); without `--remap` ids are
+//!    shifted to 0-based and pushed straight into an [`ExternalSorter`]; with
+//!    `--remap` raw edges are spilled to a temporary file while the distinct ids are
+//!    collected, then mapped densely (the map keeps the user's order, so results in
+//!    ascending dense id are in ascending user id);
+//! 3. **sort** by (source, target, weight) within the budget (sorted runs + k-way
+//!    merge), dropping duplicates (`--dedup`, keeping the smallest weight) while
+//!    streaming; the sorted stream *is* the out-edge CSR, written sequentially,
+//!    and the per-block edge and source counts of the grid are counted on the way;
+//! 4. **grid**: each grid row is built from its CSR range, read back in chunks that
+//!    fit the budget, and written into its precomputed place in `grid.data`
+//!    (GridGraph's grid as in CLIP ATC'17 §4.1; GraphCP FCS'24 §3.2 sub-blocks);
+//! 5. in-edge CSR (`--in-edges`) from a second sort, degree arrays, id map, grid
+//!    index, and last the manifest.
+//!
+//! Invariant: everything is built in `.NAME.ingest-PID` beside the output and
+//! renamed into place only after the manifest is written and fsynced; a failed or
+//! killed ingest leaves no store that opens, and the next ingest removes the
+//! leftovers of a dead one.
+
+use crate::error::{Result, StoreError};
+use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
+use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
+use crate::parse::{parse_input, probe, Format, Probe, RawEdge};
+use crate::reader::BlockEntry;
+use crate::sort::{Edge, ExternalSorter, Record, WEdge};
+use outcore_io::{InFile, IoError, IoSnapshot, IoStats, OutFile, ReadMode};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Settings of an ingest; `Default` gives the CLI's defaults.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Force one format for every input instead of detecting it.
+    pub format: Option<Format>,
+    /// Store both directions of every edge.
+    pub undirected: bool,
+    /// `Some(true)`: require weights; `Some(false)`: drop them; `None`: keep them when
+    /// every input has them.
+    pub weighted: Option<bool>,
+    /// Renumber arbitrary u64 ids densely and keep the map.
+    pub remap: bool,
+    /// Keep one copy of each (source, target) pair (the smallest weight).
+    pub dedup: bool,
+    pub drop_self_loops: bool,
+    /// Memory budget in bytes.
+    pub memory: u64,
+    /// Grid partitions P (P x P blocks); `None` chooses from vertices and budget.
+    pub partitions: Option<u32>,
+    /// Also write the in-edge CSR.
+    pub in_edges: bool,
+    /// Replace an existing store.
+    pub force: bool,
+    /// Where sort runs go (default: beside the output).
+    pub tmp_dir: Option<PathBuf>,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            format: None,
+            undirected: false,
+            weighted: None,
+            remap: false,
+            dedup: false,
+            drop_self_loops: false,
+            memory: 1 << 30,
+            partitions: None,
+            in_edges: false,
+            force: false,
+            tmp_dir: None,
+        }
+    }
+}
+
+/// Receives progress: a phase with its total work, then advances within it.
+pub trait IngestObserver: Sync {
+    fn phase(&self, _name: &str, _total: u64) {}
+    fn advance(&self, _done: u64, _edges: u64) {}
+}
+
+/// An observer that ignores progress.
+pub struct Quiet;
+impl IngestObserver for Quiet {}
+
+/// What an ingest did.
+#[derive(Debug, Clone)]
+pub struct IngestReport {
+    pub vertices: u64,
+    pub edges: u64,
+    pub input_edges: u64,
+    pub self_loops: u64,
+    pub partitions: u32,
+    pub sort_runs: usize,
+    pub seconds: f64,
+    pub io: IoSnapshot,
+    pub store_bytes: u64,
+}
+
+/// Largest number of vertices a store holds (ids are dense u32; u32::MAX is reserved).
+pub const MAX_VERTICES: u64 = u32::MAX as u64;
+
+enum OutState {
+    Fresh,
+    EmptyDir,
+    Replace,
+}
+
+fn check_output(out: &Path, force: bool) -> Result<OutState> {
+    match std::fs::symlink_metadata(out) {
+        Err(_) => Ok(OutState::Fresh),
+        Ok(md) if !md.is_dir() => Err(StoreError::Invalid(format!(
+            "{}: exists and is not a directory; refusing to replace it",
+            out.display()
+        ))),
+        Ok(_) => {
+            if out.join(MANIFEST).exists() {
+                if force {
+                    Ok(OutState::Replace)
+                } else {
+                    Err(StoreError::Exists { dir: out.into() })
+                }
+            } else if std::fs::read_dir(out)
+                .map_err(|e| IoError::new(out, "read directory", e))?
+                .next()
+                .is_none()
+            {
+                Ok(OutState::EmptyDir)
+            } else {
+                Err(StoreError::Invalid(format!(
+                    "{}: exists, is not empty and is not an outcore store; refusing to write into it",
+                    out.display()
+                )))
+            }
+        }
+    }
+}
+
+/// Removes the build directory unless the ingest committed.
+struct WorkDir {
+    build: PathBuf,
+    spill: PathBuf,
+    committed: bool,
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.spill);
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.build);
+        }
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Removes `.NAME.ingest-PID` and `.NAME.old-PID` directories of dead processes.
+fn clean_stale(parent: &Path, name: &str) {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let fname = e.file_name().to_string_lossy().into_owned();
+        for tag in [".ingest-", ".old-"] {
+            if let Some(pid) = fname
+                .strip_prefix(&format!(".{name}{tag}"))
+                .and_then(|p| p.parse::<u32>().ok())
+            {
+                if pid != std::process::id() && !pid_alive(pid) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
+}
+
+fn make_workdir(out: &Path, tmp: Option<&Path>) -> Result<WorkDir> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = out
+        .file_name()
+        .ok_or_else(|| StoreError::Invalid(format!("{}: not a usable output name", out.display())))?
+        .to_string_lossy()
+        .into_owned();
+    clean_stale(&parent, &name);
+    let pid = std::process::id();
+    let build = parent.join(format!(".{name}.ingest-{pid}"));
+    let _ = std::fs::remove_dir_all(&build);
+    std::fs::create_dir_all(&build).map_err(|e| IoError::new(&build, "create directory", e))?;
+    let spill = match tmp {
+        Some(t) => t.join(format!("outcore-spill-{pid}")),
+        None => build.join("spill"),
+    };
+    let mut wd = WorkDir {
+        build,
+        spill: spill.clone(),
+        committed: false,
+    };
+    if let Err(e) = std::fs::create_dir_all(&spill) {
+        wd.committed = false;
+        return Err(IoError::new(&spill, "create directory", e).into());
+    }
+    Ok(wd)
+}
+
+/// Chooses P: intervals small enough that an interval's vertex state (16 bytes a
+/// vertex) is a sixteenth of the budget, and blocks of about 64K edges on average
+/// for selective scheduling; a power of two, at most 1024 and at most n.
+pub fn choose_partitions(vertices: u64, edges: u64, memory: u64) -> u32 {
+    let by_mem = (vertices.saturating_mul(16 * 16)).div_ceil(memory.max(1));
+    let by_edges = ((edges / 65536) as f64).sqrt() as u64;
+    let p = by_mem.max(by_edges).max(1).next_power_of_two().min(1024);
+    p.min(vertices.max(1)) as u32
+}
+
+/// Ingests `inputs` into the store directory `out`.
+pub fn ingest(
+    inputs: &[PathBuf],
+    out: &Path,
+    opts: &IngestOptions,
+    obs: &dyn IngestObserver,
+) -> Result<IngestReport> {
+    let start = Instant::now();
+    if inputs.is_empty() {
+        return Err(StoreError::Invalid("no input files given".into()));
+    }
+    if opts.memory < (16 << 20) {
+        return Err(StoreError::Invalid(format!(
+            "--memory {} is too small: ingest needs at least 16 MiB",
+            outcore_io::format_bytes(opts.memory)
+        )));
+    }
+    if let Some(p) = opts.partitions {
+        if p == 0 || p > 4096 {
+            return Err(StoreError::Invalid(format!(
+                "--partitions {p}: must be between 1 and 4096"
+            )));
+        }
+    }
+    let state = check_output(out, opts.force)?;
+    let probes: Vec<Probe> = inputs
+        .iter()
+        .map(|p| probe(p, opts.format))
+        .collect::<Result<_>>()?;
+    let weighted = match opts.weighted {
+        Some(true) => {
+            if let Some(k) = probes.iter().position(|p| !p.weighted) {
+                return Err(StoreError::Invalid(format!(
+                    "--weighted: {} ({}) has no weight column",
+                    inputs[k].display(),
+                    probes[k].format.name()
+                )));
+            }
+            true
+        }
+        Some(false) => false,
+        None => {
+            let w = probes.iter().filter(|p| p.weighted).count();
+            if w != 0 && w != probes.len() {
+                let a = probes.iter().position(|p| p.weighted).unwrap();
+                let b = probes.iter().position(|p| !p.weighted).unwrap();
+                return Err(StoreError::Invalid(format!(
+                    "{} has weights but {} has none; pass --weighted or --no-weights",
+                    inputs[a].display(),
+                    inputs[b].display()
+                )));
+            }
+            w == probes.len()
+        }
+    };
+    let base = probes[0].one_based as u64;
+    if !opts.remap {
+        if let Some(k) = probes.iter().position(|p| p.one_based as u64 != base) {
+            return Err(StoreError::Invalid(format!(
+                "{} and {} number vertices from different bases (0 and 1); pass --remap",
+                inputs[0].display(),
+                inputs[k].display()
+            )));
+        }
+    }
+    let mut work = make_workdir(out, opts.tmp_dir.as_deref())?;
+    let stats = IoStats::new();
+    let ctx = Ctx {
+        inputs,
+        probes: &probes,
+        opts,
+        obs,
+        stats: stats.clone(),
+        work: &work,
+        base,
+        start,
+    };
+    let mut report = if weighted {
+        build::<WEdge>(&ctx)?
+    } else {
+        build::<Edge>(&ctx)?
+    };
+
+    // Commit: move the finished store into place.
+    let io_err = |p: &Path, e| StoreError::from(IoError::new(p, "rename", e));
+    match state {
+        OutState::Fresh | OutState::EmptyDir => {
+            std::fs::rename(&work.build, out).map_err(|e| io_err(&work.build, e))?;
+        }
+        OutState::Replace => {
+            let old = out.with_file_name(format!(
+                ".{}.old-{}",
+                out.file_name().unwrap().to_string_lossy(),
+                std::process::id()
+            ));
+            std::fs::rename(out, &old).map_err(|e| io_err(out, e))?;
+            std::fs::rename(&work.build, out).map_err(|e| io_err(&work.build, e))?;
+            let _ = std::fs::remove_dir_all(&old);
+        }
+    }
+    work.committed = true;
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    outcore_io::sync_dir(parent)?;
+    report.seconds = start.elapsed().as_secs_f64();
+    report.io = stats.snapshot();
+    Ok(report)
+}
+
+struct Ctx<'a> {
+    inputs: &'a [PathBuf],
+    probes: &'a [Probe],
+    opts: &'a IngestOptions,
+    obs: &'a dyn IngestObserver,
+    stats: Arc<IoStats>,
+    work: &'a WorkDir,
+    base: u64,
+    start: Instant,
+}
+
+fn push_edge<R: Record>(
+    s: &mut ExternalSorter<R>,
+    u: u32,
+    v: u32,
+    w: f32,
+    opts: &IngestOptions,
+) -> Result<()> {
+    if u == v && opts.drop_self_loops {
+        return Ok(());
+    }
+    s.push(R::new(u, v, w))?;
+    if opts.undirected && u != v {
+        s.push(R::new(v, u, w))?;
+    }
+    Ok(())
+}
+
+/// Parses every input into the sorter; returns (vertex count, input edges, id map).
+fn parse_all<R: Record>(
+    c: &Ctx,
+    sorter: &mut ExternalSorter<R>,
+    sort_mem: &mut u64,
+) -> Result<(u64, u64, Option<Vec<u64>>)> {
+    let total: u64 = c.probes.iter().map(|p| p.file_bytes).sum();
+    c.obs.phase("parse", total);
+    let mut done_before = 0u64;
+    let input_edges = std::cell::Cell::new(0u64);
+    if !c.opts.remap {
+        let limit = (u32::MAX as u64 - 1) + c.base;
+        let mut n = 0u64;
+        for (path, p) in c.inputs.iter().zip(c.probes) {
+            let base = c.base;
+            let s = parse_input(
+                path,
+                p,
+                Some(limit),
+                &mut |edges: &[RawEdge]| {
+                    for e in edges {
+                        push_edge(
+                            sorter,
+                            (e.u - base) as u32,
+                            (e.v - base) as u32,
+                            e.w,
+                            c.opts,
+                        )?;
+                    }
+                    input_edges.set(input_edges.get() + edges.len() as u64);
+                    Ok(())
+                },
+                &|b| c.obs.advance(done_before + b, input_edges.get()),
+            )?;
+            if let Some(h) = p.header_vertices {
+                n = n.max(h);
+            }
+            if let Some(m) = s.max_id {
+                n = n.max(m + 1 - base);
+            }
+            done_before += p.file_bytes;
+        }
+        return Ok((n, input_edges.get(), None));
+    }
+    // --remap: spill raw edges, collect distinct ids.
+    let raw_path = c.work.spill.join("raw-edges.bin");
+    let mut raw = OutFile::create(&raw_path, c.stats.clone())?;
+    let mut ids: Vec<u64> = Vec::new();
+    let mut threshold = ((c.opts.memory / 4) / 8).max(1 << 16) as usize;
+    let too_many = |k: usize| {
+        StoreError::Invalid(format!(
+            "more than {MAX_VERTICES} distinct vertices ({k} so far): a store numbers vertices with u32"
+        ))
+    };
+    for (path, p) in c.inputs.iter().zip(c.probes) {
+        parse_input(
+            path,
+            p,
+            None,
+            &mut |edges: &[RawEdge]| {
+                let mut bytes = Vec::with_capacity(edges.len() * 20);
+                for e in edges {
+                    bytes.extend_from_slice(&e.u.to_le_bytes());
+                    bytes.extend_from_slice(&e.v.to_le_bytes());
+                    bytes.extend_from_slice(&e.w.to_le_bytes());
+                    ids.push(e.u);
+                    ids.push(e.v);
+                }
+                raw.write_all(&bytes)?;
+                input_edges.set(input_edges.get() + edges.len() as u64);
+                if ids.len() >= threshold {
+                    ids.par_sort_unstable();
+                    ids.dedup();
+                    if ids.len() as u64 > MAX_VERTICES {
+                        return Err(too_many(ids.len()));
+                    }
+                    if ids.len() > threshold / 2 {
+                        threshold *= 2;
+                    }
+                }
+                Ok(())
+            },
+            &|b| c.obs.advance(done_before + b, input_edges.get()),
+        )?;
+        done_before += p.file_bytes;
+    }
+    raw.finish()?;
+    ids.par_sort_unstable();
+    ids.dedup();
+    ids.shrink_to_fit();
+    if ids.len() as u64 > MAX_VERTICES {
+        return Err(too_many(ids.len()));
+    }
+    *sort_mem = sort_mem.saturating_sub(ids.len() as u64 * 8).max(16 << 20);
+    let input_edges = input_edges.get();
+    c.obs.phase("remap", input_edges);
+    let file = InFile::open(&raw_path, ReadMode::Buffered, c.stats.clone())?;
+    let mut buf = vec![0u8; 20 << 16];
+    let mut off = 0u64;
+    while off < file.len() {
+        let n = ((file.len() - off) as usize).min(buf.len());
+        file.read_exact_at(off, &mut buf[..n])?;
+        let mapped: Vec<(u32, u32, f32)> = buf[..n]
+            .par_chunks_exact(20)
+            .map(|r| {
+                let u = u64::from_le_bytes(r[0..8].try_into().unwrap());
+                let v = u64::from_le_bytes(r[8..16].try_into().unwrap());
+                let w = f32::from_le_bytes(r[16..20].try_into().unwrap());
+                let du = ids.binary_search(&u).expect("collected id") as u32;
+                let dv = ids.binary_search(&v).expect("collected id") as u32;
+                (du, dv, w)
+            })
+            .collect();
+        for (u, v, w) in mapped {
+            push_edge(sorter, u, v, w, c.opts)?;
+        }
+        off += n as u64;
+        c.obs.advance(off / 20, off / 20);
+    }
+    drop(file);
+    let _ = std::fs::remove_file(&raw_path);
+    Ok((ids.len() as u64, input_edges, Some(ids)))
+}
+
+/// Streams sorted edges into `csr.<dir>.offsets/targets/weights` and `degrees.<dir>`.
+struct CsrWriter {
+    offsets: LayoutWriter,
+    targets: LayoutWriter,
+    weights: Option<LayoutWriter>,
+    degrees: LayoutWriter,
+    next: u64,
+    emitted: u64,
+    last_off: u64,
+    obuf: Vec<u64>,
+    tbuf: Vec<u32>,
+    wbuf: Vec<f32>,
+    dbuf: Vec<u32>,
+    dir_name: &'static str,
+}
+
+impl CsrWriter {
+    fn new(
+        store: &Path,
+        dir_name: &'static str,
+        weighted: bool,
+        stats: &Arc<IoStats>,
+    ) -> Result<CsrWriter> {
+        let f = |n: &str, k| {
+            LayoutWriter::create(&store.join(format!("csr.{dir_name}.{n}")), k, stats.clone())
+        };
+        Ok(CsrWriter {
+            offsets: f("offsets", FileKind::CsrOffsets)?,
+            targets: f("targets", FileKind::CsrTargets)?,
+            weights: if weighted {
+                Some(f("weights", FileKind::CsrWeights)?)
+            } else {
+                None
+            },
+            degrees: LayoutWriter::create(
+                &store.join(format!("degrees.{dir_name}")),
+                FileKind::Degrees,
+                stats.clone(),
+            )?,
+            next: 0,
+            emitted: 0,
+            last_off: 0,
+            obuf: Vec::new(),
+            tbuf: Vec::new(),
+            wbuf: Vec::new(),
+            dbuf: Vec::new(),
+            dir_name,
+        })
+    }
+
+    /// Writes offsets (and closes degrees) for vertices below `end`.
+    fn advance_to(&mut self, end: u64) -> Result<()> {
+        while self.next < end {
+            let off = self.emitted;
+            if self.next > 0 {
+                let d = off - self.last_off;
+                let d: u32 = d.try_into().map_err(|_| {
+                    StoreError::Invalid(format!(
+                        "vertex {} has {d} {}-edges; degrees above {} are not supported",
+                        self.next - 1,
+                        self.dir_name,
+                        u32::MAX
+                    ))
+                })?;
+                self.dbuf.push(d);
+            }
+            self.obuf.push(off);
+            self.last_off = off;
+            self.next += 1;
+            if self.obuf.len() >= 1 << 16 {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, u: u32, v: u32, w: f32) -> Result<()> {
+        if u as u64 >= self.next {
+            self.advance_to(u as u64 + 1)?;
+        }
+        self.tbuf.push(v);
+        if self.weights.is_some() {
+            self.wbuf.push(w);
+        }
+        self.emitted += 1;
+        if self.tbuf.len() >= 1 << 18 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.offsets.append(bytemuck::cast_slice(&self.obuf))?;
+        self.targets.append(bytemuck::cast_slice(&self.tbuf))?;
+        if let Some(w) = &mut self.weights {
+            w.append(bytemuck::cast_slice(&self.wbuf))?;
+        }
+        self.degrees.append(bytemuck::cast_slice(&self.dbuf))?;
+        self.obuf.clear();
+        self.tbuf.clear();
+        self.wbuf.clear();
+        self.dbuf.clear();
+        Ok(())
+    }
+
+    fn finish(mut self, n: u64) -> Result<Vec<FileRecord>> {
+        self.advance_to(n + 1)?;
+        self.flush()?;
+        let mut recs = vec![
+            self.offsets.finish(n + 1)?,
+            self.targets.finish(self.emitted)?,
+        ];
+        if let Some(w) = self.weights {
+            recs.push(w.finish(self.emitted)?);
+        }
+        recs.push(self.degrees.finish(n)?);
+        Ok(recs)
+    }
+}
+
+fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
+    let opts = c.opts;
+    let budget = opts.memory;
+    let store = &c.work.build;
+    let mut sort_mem = if opts.in_edges {
+        budget * 3 / 10
+    } else {
+        budget / 2
+    };
+    let mut sorter = ExternalSorter::<R>::new(c.work.spill.clone(), sort_mem, c.stats.clone());
+    let (n, input_edges, idmap) = parse_all(c, &mut sorter, &mut sort_mem)?;
+    if n > MAX_VERTICES {
+        return Err(StoreError::Invalid(format!(
+            "{n} vertices: more than {MAX_VERTICES} are not supported"
+        )));
+    }
+    let m_upper = sorter.len();
+    let p = opts
+        .partitions
+        .unwrap_or_else(|| choose_partitions(n, m_upper, budget));
+    let p = p.min(n.max(1) as u32).max(1);
+    let interval = n.div_ceil(p as u64).max(1);
+    let pp = p as usize;
+
+    c.obs.phase("sort", m_upper);
+    let sort_runs = sorter.runs();
+    let mut sorted = sorter.finish()?;
+    let mut csr = CsrWriter::new(store, "out", R::WEIGHTED, &c.stats)?;
+    let mut block_edges = vec![0u64; pp * pp];
+    let mut block_sources = vec![0u64; pp * pp];
+    let in_fits = n * 4 <= budget / 4;
+    let mut in_deg: Vec<u32> = if in_fits && !opts.in_edges {
+        vec![0; n as usize]
+    } else {
+        Vec::new()
+    };
+    let mut in_sorter = if opts.in_edges {
+        Some(ExternalSorter::<R>::new(
+            c.work.spill.join("in"),
+            budget * 3 / 10,
+            c.stats.clone(),
+        ))
+    } else {
+        None
+    };
+    if in_sorter.is_some() {
+        std::fs::create_dir_all(c.work.spill.join("in"))
+            .map_err(|e| IoError::new(c.work.spill.join("in"), "create directory", e))?;
+    }
+    let mut batch: Vec<R> = Vec::new();
+    let mut prev: Option<(u32, u32)> = None;
+    let mut prev_uj: Option<(u32, u64)> = None;
+    let mut edges = 0u64;
+    let mut self_loops = 0u64;
+    let mut seen = 0u64;
+    loop {
+        sorted.next_batch(&mut batch, 1 << 20)?;
+        if batch.is_empty() {
+            break;
+        }
+        seen += batch.len() as u64;
+        for r in &batch {
+            let (u, v) = (r.u(), r.v());
+            if opts.dedup && prev == Some((u, v)) {
+                continue;
+            }
+            prev = Some((u, v));
+            self_loops += (u == v) as u64;
+            csr.push(u, v, r.w())?;
+            let i = u as u64 / interval;
+            let j = v as u64 / interval;
+            let b = i as usize * pp + j as usize;
+            block_edges[b] += 1;
+            if prev_uj != Some((u, j)) {
+                block_sources[b] += 1;
+                prev_uj = Some((u, j));
+            }
+            if !in_deg.is_empty() {
+                in_deg[v as usize] = in_deg[v as usize].checked_add(1).ok_or_else(|| {
+                    StoreError::Invalid(format!("vertex {v} has more than {} in-edges", u32::MAX))
+                })?;
+            }
+            if let Some(s) = &mut in_sorter {
+                s.push(r.reversed())?;
+            }
+            edges += 1;
+        }
+        c.obs.advance(seen, edges);
+    }
+    drop(sorted);
+    let mut files = csr.finish(n)?;
+
+    // In-edges: the second sort, or just the in-degrees.
+    if let Some(s) = in_sorter {
+        c.obs.phase("in-edges", edges);
+        let mut sorted = s.finish()?;
+        let mut w = CsrWriter::new(store, "in", R::WEIGHTED, &c.stats)?;
+        let mut k = 0u64;
+        loop {
+            sorted.next_batch(&mut batch, 1 << 20)?;
+            if batch.is_empty() {
+                break;
+            }
+            for r in &batch {
+                w.push(r.u(), r.v(), r.w())?;
+            }
+            k += batch.len() as u64;
+            c.obs.advance(k, k);
+        }
+        files.extend(w.finish(n)?);
+    } else if in_fits {
+        let mut d = LayoutWriter::create(
+            &store.join("degrees.in"),
+            FileKind::Degrees,
+            c.stats.clone(),
+        )?;
+        d.append(bytemuck::cast_slice(&in_deg))?;
+        files.push(d.finish(n)?);
+    } else {
+        files.push(count_in_degrees(store, &files, n, budget, &c.stats)?);
+    }
+    drop(in_deg);
+
+    c.obs.phase("grid", edges);
+    files.extend(build_grid::<R>(
+        c,
+        &files,
+        n,
+        p,
+        interval,
+        &block_edges,
+        &block_sources,
+    )?);
+
+    if let Some(ids) = &idmap {
+        let mut w = LayoutWriter::create(&store.join("idmap"), FileKind::IdMap, c.stats.clone())?;
+        for part in ids.chunks(1 << 20) {
+            w.append(bytemuck::cast_slice(part))?;
+        }
+        files.push(w.finish(ids.len() as u64)?);
+    }
+    let store_bytes = files.iter().map(|f| f.bytes).sum();
+    let manifest = Manifest {
+        format: STORE_FORMAT.into(),
+        version: crate::format::FORMAT_VERSION,
+        vertices: n,
+        edges,
+        directed: !opts.undirected,
+        weighted: R::WEIGHTED,
+        self_loops,
+        id_base: if opts.remap { 0 } else { c.base },
+        remapped: opts.remap,
+        partitions: p,
+        interval,
+        in_edges: opts.in_edges,
+        ingest: IngestRecord {
+            inputs: c.inputs.iter().map(|p| p.display().to_string()).collect(),
+            undirected: opts.undirected,
+            dedup: opts.dedup,
+            drop_self_loops: opts.drop_self_loops,
+            remap: opts.remap,
+            memory_budget: budget,
+            input_edges,
+            seconds: c.start.elapsed().as_secs_f64(),
+        },
+        files,
+    };
+    manifest.write(store)?;
+    Ok(IngestReport {
+        vertices: n,
+        edges,
+        input_edges,
+        self_loops,
+        partitions: p,
+        sort_runs,
+        seconds: 0.0,
+        io: IoSnapshot::default(),
+        store_bytes,
+    })
+}
+
+fn open_written(
+    store: &Path,
+    files: &[FileRecord],
+    name: &str,
+    kind: FileKind,
+    stats: &Arc<IoStats>,
+) -> Result<LayoutFile> {
+    let rec = files.iter().find(|f| f.name == name).expect("written file");
+    LayoutFile::open(store, rec, kind, ReadMode::Buffered, stats.clone())
+}
+
+/// In-degrees when an array of them does not fit: passes over the targets, each
+/// counting a range of vertices that fits in a quarter of the budget.
+fn count_in_degrees(
+    store: &Path,
+    files: &[FileRecord],
+    n: u64,
+    budget: u64,
+    stats: &Arc<IoStats>,
+) -> Result<FileRecord> {
+    let targets = open_written(store, files, "csr.out.targets", FileKind::CsrTargets, stats)?;
+    let m = targets.header.count;
+    let range = (budget / 4 / 4).max(1 << 20);
+    let mut w = LayoutWriter::create(&store.join("degrees.in"), FileKind::Degrees, stats.clone())?;
+    let mut buf = vec![0u32; 1 << 22];
+    let mut lo = 0u64;
+    while lo < n {
+        let hi = (lo + range).min(n);
+        let mut counts = vec![0u32; (hi - lo) as usize];
+        let mut off = 0u64;
+        while off < m {
+            let k = ((m - off) as usize).min(buf.len());
+            targets.read_payload(off * 4, bytemuck::cast_slice_mut(&mut buf[..k]))?;
+            for &v in &buf[..k] {
+                let v = v as u64;
+                if v >= lo && v < hi {
+                    counts[(v - lo) as usize] += 1;
+                }
+            }
+            off += k as u64;
+        }
+        w.append(bytemuck::cast_slice(&counts))?;
+        lo = hi;
+    }
+    w.finish(n)
+}
+
+/// Bytes a block occupies in `grid.data`: sources, offsets (one more), targets,
+/// weights; an empty block occupies nothing.
+pub fn block_bytes(edges: u64, sources: u64, weighted: bool) -> u64 {
+    if edges == 0 {
+        0
+    } else {
+        4 * sources + 4 * (sources + 1) + 4 * edges * (1 + weighted as u64)
+    }
+}
+
+struct BlockFill {
+    srcs: Vec<u32>,
+    offs: Vec<u32>,
+    dsts: Vec<u32>,
+    ws: Vec<f32>,
+}
+
+/// Builds `grid.index` and `grid.data` from the out-edge CSR, row by row.
+fn build_grid<R: Record>(
+    c: &Ctx,
+    files: &[FileRecord],
+    n: u64,
+    p: u32,
+    interval: u64,
+    block_edges: &[u64],
+    block_sources: &[u64],
+) -> Result<Vec<FileRecord>> {
+    let store = &c.work.build;
+    let pp = p as usize;
+    let weighted = R::WEIGHTED;
+    let offsets = open_written(
+        store,
+        files,
+        "csr.out.offsets",
+        FileKind::CsrOffsets,
+        &c.stats,
+    )?;
+    let targets = open_written(
+        store,
+        files,
+        "csr.out.targets",
+        FileKind::CsrTargets,
+        &c.stats,
+    )?;
+    let weights = if weighted {
+        Some(open_written(
+            store,
+            files,
+            "csr.out.weights",
+            FileKind::CsrWeights,
+            &c.stats,
+        )?)
+    } else {
+        None
+    };
+    let mut index = vec![BlockEntry::default(); pp * pp];
+    let mut total = 0u64;
+    for b in 0..pp * pp {
+        if block_edges[b] > u32::MAX as u64 {
+            return Err(StoreError::Invalid(format!(
+                "grid block ({}, {}) would hold {} edges, more than {}; ingest with more --partitions",
+                b / pp,
+                b % pp,
+                block_edges[b],
+                u32::MAX
+            )));
+        }
+        index[b].offset = total;
+        index[b].edges = block_edges[b];
+        index[b].sources = block_sources[b] as u32;
+        total += block_bytes(block_edges[b], block_sources[b], weighted);
+    }
+    let mut data = LayoutWriter::create(
+        &store.join("grid.data"),
+        FileKind::GridData,
+        c.stats.clone(),
+    )?;
+    data.set_payload_len(total)?;
+    let mut file_crc = crc32fast::Hasher::new();
+    let chunk_cap = (c.opts.memory / 8 / (8 + 8 * weighted as u64)).max(1 << 16);
+    let mut done = 0u64;
+    let mut fills: Vec<BlockFill> = (0..pp)
+        .map(|_| BlockFill {
+            srcs: vec![],
+            offs: vec![],
+            dsts: vec![],
+            ws: vec![],
+        })
+        .collect();
+    let mut tbuf: Vec<u32> = Vec::new();
+    let mut wbuf: Vec<f32> = Vec::new();
+    for i in 0..pp {
+        let lo = (i as u64 * interval).min(n);
+        let hi = ((i as u64 + 1) * interval).min(n);
+        let mut row_offs = vec![0u64; (hi - lo + 1) as usize];
+        offsets.read_payload(lo * 8, bytemuck::cast_slice_mut(&mut row_offs))?;
+        let mut src_done = vec![0u64; pp];
+        let mut edge_done = vec![0u64; pp];
+        let mut h: Vec<[crc32fast::Hasher; 4]> = (0..pp).map(|_| Default::default()).collect();
+        let mut a = 0usize;
+        let nrow = (hi - lo) as usize;
+        while a < nrow {
+            // Largest b with the chunk's edges under the cap (at least one vertex).
+            let limit = row_offs[a] + chunk_cap;
+            let b = (a + 1)
+                .max(row_offs[..=nrow].partition_point(|&o| o <= limit) - 1)
+                .min(nrow);
+            let (e0, e1) = (row_offs[a], row_offs[b]);
+            tbuf.resize((e1 - e0) as usize, 0);
+            targets.read_payload(e0 * 4, bytemuck::cast_slice_mut(&mut tbuf))?;
+            if let Some(wf) = &weights {
+                wbuf.resize((e1 - e0) as usize, 0.0);
+                wf.read_payload(e0 * 4, bytemuck::cast_slice_mut(&mut wbuf))?;
+            }
+            for x in a..b {
+                let u = (lo + x as u64) as u32;
+                let (s, e) = ((row_offs[x] - e0) as usize, (row_offs[x + 1] - e0) as usize);
+                let list = &tbuf[s..e];
+                let mut k = 0;
+                while k < list.len() {
+                    let j = (list[k] as u64 / interval) as usize;
+                    let bound = ((j as u64 + 1) * interval).min(u32::MAX as u64 + 1);
+                    let end = k + list[k..].partition_point(|&v| (v as u64) < bound);
+                    let f = &mut fills[j];
+                    f.srcs.push(u);
+                    f.offs.push((edge_done[j] + f.dsts.len() as u64) as u32);
+                    f.dsts.extend_from_slice(&list[k..end]);
+                    if weighted {
+                        f.ws.extend_from_slice(&wbuf[s + k..s + end]);
+                    }
+                    k = end;
+                }
+            }
+            for j in 0..pp {
+                let f = &mut fills[j];
+                if f.srcs.is_empty() {
+                    continue;
+                }
+                let e = &index[i * pp + j];
+                let (s_tot, e_tot) = (e.sources as u64, e.edges);
+                let base = e.offset;
+                let sb: &[u8] = bytemuck::cast_slice(&f.srcs);
+                let ob: &[u8] = bytemuck::cast_slice(&f.offs);
+                let db: &[u8] = bytemuck::cast_slice(&f.dsts);
+                data.write_payload_at(base + 4 * src_done[j], sb)?;
+                data.write_payload_at(base + 4 * s_tot + 4 * src_done[j], ob)?;
+                data.write_payload_at(base + 8 * s_tot + 4 + 4 * edge_done[j], db)?;
+                h[j][0].update(sb);
+                h[j][1].update(ob);
+                h[j][2].update(db);
+                if weighted {
+                    let wb: &[u8] = bytemuck::cast_slice(&f.ws);
+                    data.write_payload_at(base + 8 * s_tot + 4 + 4 * e_tot + 4 * edge_done[j], wb)?;
+                    h[j][3].update(wb);
+                }
+                src_done[j] += f.srcs.len() as u64;
+                edge_done[j] += f.dsts.len() as u64;
+                f.srcs.clear();
+                f.offs.clear();
+                f.dsts.clear();
+                f.ws.clear();
+            }
+            done += e1 - e0;
+            c.obs.advance(done, done);
+            a = b;
+        }
+        for j in 0..pp {
+            let e = &mut index[i * pp + j];
+            if e.edges == 0 {
+                continue;
+            }
+            debug_assert_eq!(src_done[j], e.sources as u64);
+            debug_assert_eq!(edge_done[j], e.edges);
+            let sentinel = (e.edges as u32).to_le_bytes();
+            data.write_payload_at(e.offset + 8 * e.sources as u64, &sentinel)?;
+            let [hs, mut ho, hd, hw] = std::mem::take(&mut h[j]);
+            ho.update(&sentinel);
+            let mut topo = hs;
+            topo.combine(&ho);
+            topo.combine(&hd);
+            e.crc_topology = topo.clone().finalize();
+            e.crc_weights = hw.clone().finalize();
+            let mut whole = topo;
+            whole.combine(&hw);
+            file_crc.combine(&whole);
+        }
+    }
+    let data_rec = data.finish_with_crc(pp as u64 * pp as u64, file_crc.finalize())?;
+    let mut idx = LayoutWriter::create(
+        &store.join("grid.index"),
+        FileKind::GridIndex,
+        c.stats.clone(),
+    )?;
+    idx.append(bytemuck::cast_slice(&index))?;
+    let idx_rec = idx.finish(index.len() as u64)?;
+    Ok(vec![idx_rec, data_rec])
+}

@@ -1,0 +1,29 @@
+//! # outcore-store — the on-disk graph
+//!
+//! A store is a directory: `manifest.json` plus layout files, each with the common
+//! checksummed header of [`format`]. Layouts (DESIGN.md "Layouts"):
+//! * `grid.index` + `grid.data`: P x P blocks by (source interval, destination
+//!   interval), edges in a block sorted by source then destination, doubly
+//!   compressed (distinct sources, offsets, destinations, weights) — GridGraph's
+//!   2-level grid as described in CLIP (ATC'17 §4.1) with GraphCP's source-sorted
+//!   sub-blocks and per-source index (FCS'24 §3.2);
+//! * `csr.out.*` (and `csr.in.*`): page-aligned CSR for vertex-centric access;
+//! * `degrees.out`, `degrees.in`, and `idmap` when ids were remapped.
+//!
+//! `docs/format.md` describes every byte. [`ingest`] builds stores out of core;
+//! [`reader`] opens and reads them; [`info`] summarises and verifies them.
+
+pub mod error;
+pub mod format;
+pub mod info;
+pub mod ingest;
+pub mod manifest;
+pub mod parse;
+pub mod reader;
+pub mod sort;
+
+pub use error::{Result, StoreError};
+pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};
+pub use manifest::Manifest;
+pub use parse::Format;
+pub use reader::{Block, BlockEntry, CsrReader, GridReader, IdMap, Store};

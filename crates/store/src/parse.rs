@@ -1,0 +1,858 @@
+//! Input formats: SNAP/whitespace text, DIMACS `.gr`, Matrix Market coordinate,
+//! binary edge lists (`bin32`, `bin32w`, `bin64`), each optionally gzip-compressed.
+//!
+//! Design: the input is read sequentially in chunks of [`CHUNK`] bytes (cut at line
+//! boundaries for text), and batches of chunks are parsed in parallel with rayon;
+//! results are consumed in input order, so error locations are exact (`FILE:LINE`
+//! for text, `FILE: record N` for binary) and the emitted edge order is the input
+//! order whatever the thread count. Headers (DIMACS `p sp N M`, the Matrix Market
+//! banner and size line) are parsed sequentially first.
+//!
+//! Ids are emitted as written (1-based formats are not shifted here); the ingest
+//! converts them. Matrix Market `symmetric` entries are emitted in both directions
+//! (a diagonal entry once), as scipy's `mmread` expands them.
+
+use crate::error::{input_err, Result, StoreError};
+use outcore_io::IoError;
+use rayon::prelude::*;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes per read chunk (a multiple of 8, 12 and 16, the binary record sizes).
+pub const CHUNK: usize = 6 << 20;
+
+/// An input file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// SNAP/whitespace text: `u v [w]` lines, `#` and `%` comments.
+    Text,
+    /// DIMACS shortest-path: `c` comments, `p sp N M`, `a u v w` (1-based).
+    Dimacs,
+    /// Matrix Market coordinate (pattern/integer/real, general/symmetric, 1-based).
+    Mtx,
+    /// u32 source, u32 target, little-endian.
+    Bin32,
+    /// u32 source, u32 target, f32 weight, little-endian.
+    Bin32w,
+    /// u64 source, u64 target, little-endian.
+    Bin64,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Format, String> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "text" | "snap" | "txt" | "el" => Format::Text,
+            "dimacs" | "gr" => Format::Dimacs,
+            "mtx" | "matrix-market" | "mm" => Format::Mtx,
+            "bin32" => Format::Bin32,
+            "bin32w" => Format::Bin32w,
+            "bin64" => Format::Bin64,
+            _ => {
+                return Err(format!(
+                    "unknown format {s:?} (text, dimacs, mtx, bin32, bin32w or bin64)"
+                ))
+            }
+        })
+    }
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Dimacs => "dimacs",
+            Format::Mtx => "mtx",
+            Format::Bin32 => "bin32",
+            Format::Bin32w => "bin32w",
+            Format::Bin64 => "bin64",
+        }
+    }
+    fn record_size(self) -> usize {
+        match self {
+            Format::Bin32 => 8,
+            Format::Bin32w => 12,
+            Format::Bin64 => 16,
+            _ => 0,
+        }
+    }
+    pub fn is_binary(self) -> bool {
+        self.record_size() > 0
+    }
+}
+
+/// One parsed edge with ids as written in the input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RawEdge {
+    pub u: u64,
+    pub v: u64,
+    pub w: f32,
+}
+
+/// What is known of an input before its edges are read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub format: Format,
+    pub gzip: bool,
+    /// Ids start at 1 (DIMACS, Matrix Market).
+    pub one_based: bool,
+    /// The input carries a weight per edge.
+    pub weighted: bool,
+    /// Vertex count from the header (DIMACS `p`, Matrix Market max(rows, cols)).
+    pub header_vertices: Option<u64>,
+    /// Edge count promised by the header.
+    pub header_entries: Option<u64>,
+    pub symmetric: bool,
+    pub file_bytes: u64,
+}
+
+/// A counting wrapper so progress can be reported in input (compressed) bytes.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+fn open_input(path: &Path, count: Arc<AtomicU64>) -> Result<(Box<dyn Read + Send>, bool, u64)> {
+    let mut f = File::open(path).map_err(|e| IoError::new(path, "cannot open input", e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| IoError::new(path, "stat", e))?
+        .len();
+    let mut magic = [0u8; 2];
+    let n = f
+        .read(&mut magic)
+        .map_err(|e| IoError::new(path, "read", e))?;
+    let f = File::open(path).map_err(|e| IoError::new(path, "cannot open input", e))?;
+    let counted = Counting { inner: f, count };
+    let gz = n == 2 && magic == [0x1f, 0x8b];
+    if gz {
+        Ok((
+            Box::new(flate2::read::MultiGzDecoder::new(
+                std::io::BufReader::with_capacity(1 << 20, counted),
+            )),
+            true,
+            len,
+        ))
+    } else {
+        Ok((Box::new(counted), false, len))
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn fill(r: &mut dyn Read, buf: &mut [u8], path: &Path) -> Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match r.read(&mut buf[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let what = if e.kind() == std::io::ErrorKind::InvalidInput
+                    || e.kind() == std::io::ErrorKind::InvalidData
+                    || e.kind() == std::io::ErrorKind::UnexpectedEof
+                {
+                    "corrupt gzip stream"
+                } else {
+                    "read"
+                };
+                return Err(IoError::new(path, what, e).into());
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn strip_gz(name: &str) -> &str {
+    name.strip_suffix(".gz").unwrap_or(name)
+}
+
+fn format_from_extension(path: &Path) -> Option<Format> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let name = strip_gz(&name);
+    let ext = name.rsplit('.').next()?;
+    Some(match ext {
+        "gr" | "dimacs" => Format::Dimacs,
+        "mtx" | "mm" => Format::Mtx,
+        "bin32" => Format::Bin32,
+        "bin32w" => Format::Bin32w,
+        "bin64" => Format::Bin64,
+        "txt" | "tsv" | "el" | "edges" | "edgelist" | "snap" => Format::Text,
+        _ => return None,
+    })
+}
+
+/// The lines of a text buffer with their 1-based numbers relative to `first_line`.
+fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    buf.split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+}
+
+fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&b| b == b' ' || b == b'\t')
+        .filter(|f| !f.is_empty())
+}
+
+fn show(line: &[u8]) -> String {
+    let s = String::from_utf8_lossy(line);
+    if s.chars().count() > 80 {
+        format!("{:?}...", s.chars().take(80).collect::<String>())
+    } else {
+        format!("{s:?}")
+    }
+}
+
+fn parse_u64(f: &[u8]) -> Option<u64> {
+    if f.is_empty() || f.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in f {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
+fn parse_weight(f: &[u8]) -> std::result::Result<f32, String> {
+    let s = std::str::from_utf8(f).map_err(|_| format!("weight {} is not a number", show(f)))?;
+    let w: f32 = s
+        .parse()
+        .map_err(|_| format!("weight {} is not a number", show(f)))?;
+    if w.is_nan() {
+        return Err("weight is NaN".into());
+    }
+    if w.is_infinite() {
+        return Err(format!("weight {s} is not finite"));
+    }
+    Ok(w)
+}
+
+/// Probes an input: format (explicit or detected from extension and content),
+/// compression, headers and whether it carries weights.
+pub fn probe(path: &Path, explicit: Option<Format>) -> Result<Probe> {
+    let count = Arc::new(AtomicU64::new(0));
+    let (mut r, gzip, file_bytes) = open_input(path, count)?;
+    let mut head = vec![0u8; 1 << 20];
+    let n = fill(&mut *r, &mut head, path)?;
+    head.truncate(n);
+    let format = match explicit.or_else(|| format_from_extension(path)) {
+        Some(f) => f,
+        None => detect_from_content(path, &head)?,
+    };
+    let mut p = Probe {
+        format,
+        gzip,
+        one_based: false,
+        weighted: format == Format::Bin32w,
+        header_vertices: None,
+        header_entries: None,
+        symmetric: false,
+        file_bytes,
+    };
+    let loc = |line: usize| format!("{}:{line}", path.display());
+    match format {
+        Format::Dimacs => {
+            p.one_based = true;
+            p.weighted = true;
+            let h = parse_header(path, &head, format)?;
+            p.header_vertices = h.vertices;
+            p.header_entries = h.entries;
+        }
+        Format::Mtx => {
+            p.one_based = true;
+            let h = parse_header(path, &head, format)?;
+            p.header_vertices = h.vertices;
+            p.header_entries = h.entries;
+            p.weighted = h.weighted;
+            p.symmetric = h.symmetric;
+        }
+        Format::Text => {
+            // Weighted when the first data line has three columns.
+            let full = n == head.capacity();
+            let total = lines(&head).count();
+            for (k, line) in lines(&head).enumerate() {
+                if full && k + 1 == total {
+                    break; // possibly cut line at the end of the probe buffer
+                }
+                let t = trim_ascii(line);
+                if t.is_empty() || t[0] == b'#' || t[0] == b'%' {
+                    continue;
+                }
+                let cols = fields(t).count();
+                if cols != 2 && cols != 3 {
+                    return Err(input_err(
+                        loc(k + 1),
+                        format!(
+                            "malformed line: expected `u v` or `u v w`, found {}",
+                            show(line)
+                        ),
+                    ));
+                }
+                p.weighted = cols == 3;
+                break;
+            }
+        }
+        _ => {}
+    }
+    Ok(p)
+}
+
+fn trim_ascii(l: &[u8]) -> &[u8] {
+    let s = l
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(l.len());
+    let e = l
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(s, |e| e + 1);
+    &l[s..e]
+}
+
+fn detect_from_content(path: &Path, head: &[u8]) -> Result<Format> {
+    let text_like = head
+        .iter()
+        .take(4096)
+        .all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b));
+    if !text_like {
+        return Err(StoreError::Invalid(format!(
+            "{}: cannot tell the format: the content is not text and the name has no known extension; pass --format bin32, bin32w or bin64",
+            path.display()
+        )));
+    }
+    if head.starts_with(b"%%MatrixMarket") {
+        return Ok(Format::Mtx);
+    }
+    for line in lines(head) {
+        let t = trim_ascii(line);
+        if t.is_empty() {
+            continue;
+        }
+        if t.starts_with(b"p sp") || t == b"c" || t.starts_with(b"c ") {
+            return Ok(Format::Dimacs);
+        }
+        break;
+    }
+    Ok(Format::Text)
+}
+
+struct HeaderInfo {
+    vertices: Option<u64>,
+    entries: Option<u64>,
+    weighted: bool,
+    symmetric: bool,
+    /// Bytes of the buffer consumed by the header.
+    consumed: usize,
+    /// Lines consumed by the header.
+    lines: u64,
+}
+
+fn parse_header(path: &Path, head: &[u8], format: Format) -> Result<HeaderInfo> {
+    let loc = |line: u64| format!("{}:{line}", path.display());
+    let mut info = HeaderInfo {
+        vertices: None,
+        entries: None,
+        weighted: false,
+        symmetric: false,
+        consumed: 0,
+        lines: 0,
+    };
+    let mut pos = 0usize;
+    let mut lineno = 0u64;
+    while pos < head.len() {
+        let end = head[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(head.len(), |e| pos + e);
+        let raw = &head[pos..end];
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let t = trim_ascii(line);
+        lineno += 1;
+        let next = (end + 1).min(head.len());
+        match format {
+            Format::Dimacs => {
+                if t.is_empty() || t[0] == b'c' {
+                } else if t[0] == b'p' {
+                    let f: Vec<&[u8]> = fields(t).collect();
+                    let ok = f.len() == 4 && f[1] == b"sp";
+                    let (n, m) = (
+                        f.get(2).and_then(|x| parse_u64(x)),
+                        f.get(3).and_then(|x| parse_u64(x)),
+                    );
+                    match (ok, n, m) {
+                        (true, Some(n), Some(m)) => {
+                            info.vertices = Some(n);
+                            info.entries = Some(m);
+                            info.consumed = next;
+                            info.lines = lineno;
+                            return Ok(info);
+                        }
+                        _ => {
+                            return Err(input_err(
+                                loc(lineno),
+                                format!(
+                                    "malformed problem line: expected `p sp N M`, found {}",
+                                    show(line)
+                                ),
+                            ))
+                        }
+                    }
+                } else {
+                    return Err(input_err(
+                        loc(lineno),
+                        format!(
+                            "expected the problem line `p sp N M` before any arc, found {}",
+                            show(line)
+                        ),
+                    ));
+                }
+            }
+            Format::Mtx => {
+                if lineno == 1 {
+                    let f: Vec<String> = fields(t)
+                        .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
+                        .collect();
+                    if f.len() != 5 || f[0] != "%%matrixmarket" || f[1] != "matrix" {
+                        return Err(input_err(loc(1), format!("malformed Matrix Market banner: expected `%%MatrixMarket matrix coordinate FIELD SYMMETRY`, found {}", show(line))));
+                    }
+                    if f[2] != "coordinate" {
+                        return Err(input_err(loc(1), format!("Matrix Market {:?} format is not a graph; only `coordinate` is supported", f[2])));
+                    }
+                    info.weighted = match f[3].as_str() {
+                        "pattern" => false,
+                        "integer" | "real" => true,
+                        other => return Err(input_err(loc(1), format!("Matrix Market field {other:?} is not supported (pattern, integer or real)"))),
+                    };
+                    info.symmetric = match f[4].as_str() {
+                        "general" => false,
+                        "symmetric" => true,
+                        other => return Err(input_err(loc(1), format!("Matrix Market symmetry {other:?} is not supported (general or symmetric)"))),
+                    };
+                } else if t.is_empty() || t[0] == b'%' {
+                } else {
+                    let f: Vec<Option<u64>> = fields(t).map(parse_u64).collect();
+                    match f.as_slice() {
+                        [Some(r), Some(c), Some(nnz)] => {
+                            info.vertices = Some(*r.max(c));
+                            info.entries = Some(*nnz);
+                            info.consumed = next;
+                            info.lines = lineno;
+                            return Ok(info);
+                        }
+                        _ => {
+                            return Err(input_err(
+                                loc(lineno),
+                                format!(
+                                    "malformed size line: expected `ROWS COLS ENTRIES`, found {}",
+                                    show(line)
+                                ),
+                            ))
+                        }
+                    }
+                }
+            }
+            _ => unreachable!("only DIMACS and Matrix Market have headers"),
+        }
+        pos = next;
+        if end == head.len() {
+            break;
+        }
+    }
+    let what = if format == Format::Dimacs {
+        "no problem line `p sp N M`"
+    } else {
+        "no size line"
+    };
+    Err(input_err(
+        path.display().to_string(),
+        format!("{what} found at the start of the file"),
+    ))
+}
+
+/// What parsing an input produced, besides its edges.
+#[derive(Debug, Clone, Default)]
+pub struct ParseSummary {
+    /// Edges emitted (symmetric Matrix Market entries count twice).
+    pub edges: u64,
+    /// Entries (data lines or records) read.
+    pub entries: u64,
+    /// Largest id seen, as written.
+    pub max_id: Option<u64>,
+}
+
+struct ChunkOut {
+    edges: Vec<RawEdge>,
+    lines: u64,
+    entries: u64,
+    max_id: Option<u64>,
+    /// Column count of the first data line and its local line number.
+    cols: Option<(usize, u64)>,
+    err: Option<(u64, String)>,
+}
+
+struct LineCtx {
+    format: Format,
+    weighted: bool,
+    symmetric: bool,
+    /// Largest id allowed, as written (header count for 1-based formats, or the
+    /// dense-id limit when not remapping).
+    id_max: u64,
+    id_max_reason: String,
+    min_id: u64,
+}
+
+fn parse_text_chunk(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
+    let mut out = ChunkOut {
+        edges: Vec::with_capacity(buf.len() / 12),
+        lines: 0,
+        entries: 0,
+        max_id: None,
+        cols: None,
+        err: None,
+    };
+    let mut max_id: u64 = 0;
+    let mut any = false;
+    for (k, line) in lines(buf).enumerate() {
+        let ln = k as u64 + 1;
+        out.lines = ln;
+        let t = trim_ascii(line);
+        if t.is_empty() {
+            continue;
+        }
+        let comment = match ctx.format {
+            Format::Text => t[0] == b'#' || t[0] == b'%',
+            Format::Dimacs => t[0] == b'c',
+            Format::Mtx => t[0] == b'%',
+            _ => false,
+        };
+        if comment {
+            continue;
+        }
+        let mut f = fields(t);
+        if ctx.format == Format::Dimacs {
+            let tag = f.next().unwrap_or_default();
+            if tag != b"a" {
+                let msg = if tag == b"p" {
+                    "a second problem line".to_string()
+                } else {
+                    format!("malformed line: expected `a u v w`, found {}", show(line))
+                };
+                out.err = Some((ln, msg));
+                return out;
+            }
+        }
+        let fs: [Option<&[u8]>; 4] = [f.next(), f.next(), f.next(), f.next()];
+        let ncols = fs.iter().filter(|x| x.is_some()).count();
+        let expect = match ctx.format {
+            Format::Text => None,
+            _ => Some(if ctx.weighted { 3 } else { 2 }),
+        };
+        let bad_shape = match expect {
+            Some(e) => ncols != e,
+            None => ncols != 2 && ncols != 3,
+        };
+        if bad_shape {
+            let want = match (ctx.format, ctx.weighted) {
+                (Format::Dimacs, _) => "`a u v w`",
+                (Format::Mtx, true) => "`ROW COL VALUE`",
+                (Format::Mtx, false) => "`ROW COL`",
+                _ => "`u v` or `u v w`",
+            };
+            out.err = Some((
+                ln,
+                format!("malformed line: expected {want}, found {}", show(line)),
+            ));
+            return out;
+        }
+        if ctx.format == Format::Text {
+            match out.cols {
+                None => out.cols = Some((ncols, ln)),
+                Some((c, first)) if c != ncols => {
+                    out.err = Some((ln, format!("malformed line: {ncols} columns, but line {{LINE{first}}} has {c}; found {}", show(line))));
+                    return out;
+                }
+                _ => {}
+            }
+        }
+        let (Some(u), Some(v)) = (parse_u64(fs[0].unwrap()), parse_u64(fs[1].unwrap())) else {
+            out.err = Some((
+                ln,
+                format!(
+                    "malformed line: vertex ids must be non-negative integers, found {}",
+                    show(line)
+                ),
+            ));
+            return out;
+        };
+        for id in [u, v] {
+            if id < ctx.min_id {
+                out.err = Some((
+                    ln,
+                    format!(
+                        "vertex id {id} is out of range: ids in this format start at {}",
+                        ctx.min_id
+                    ),
+                ));
+                return out;
+            }
+            if id > ctx.id_max {
+                out.err = Some((ln, format!("vertex id {id} {}", ctx.id_max_reason)));
+                return out;
+            }
+        }
+        let w = if ncols == 3 {
+            match parse_weight(fs[2].unwrap()) {
+                Ok(w) => w,
+                Err(e) => {
+                    out.err = Some((ln, format!("{e} in line {}", show(line))));
+                    return out;
+                }
+            }
+        } else {
+            1.0
+        };
+        any = true;
+        max_id = max_id.max(u).max(v);
+        out.entries += 1;
+        out.edges.push(RawEdge { u, v, w });
+        if ctx.symmetric && u != v {
+            out.edges.push(RawEdge { u: v, v: u, w });
+        }
+    }
+    // `lines` counted split pieces; the newlines are one fewer.
+    out.lines = out.lines.saturating_sub(1);
+    if any {
+        out.max_id = Some(max_id);
+    }
+    out
+}
+
+fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
+    let rs = ctx.format.record_size();
+    let mut out = ChunkOut {
+        edges: Vec::with_capacity(buf.len() / rs),
+        lines: 0,
+        entries: 0,
+        max_id: None,
+        cols: None,
+        err: None,
+    };
+    let mut max_id = 0u64;
+    for (k, r) in buf.chunks_exact(rs).enumerate() {
+        let (u, v, w) = match ctx.format {
+            Format::Bin32 | Format::Bin32w => {
+                let u = u32::from_le_bytes(r[0..4].try_into().unwrap()) as u64;
+                let v = u32::from_le_bytes(r[4..8].try_into().unwrap()) as u64;
+                let w = if rs == 12 {
+                    f32::from_le_bytes(r[8..12].try_into().unwrap())
+                } else {
+                    1.0
+                };
+                (u, v, w)
+            }
+            _ => (
+                u64::from_le_bytes(r[0..8].try_into().unwrap()),
+                u64::from_le_bytes(r[8..16].try_into().unwrap()),
+                1.0,
+            ),
+        };
+        if !w.is_finite() {
+            out.err = Some((
+                k as u64,
+                if w.is_nan() {
+                    "weight is NaN".into()
+                } else {
+                    "weight is not finite".into()
+                },
+            ));
+            return out;
+        }
+        for id in [u, v] {
+            if id > ctx.id_max {
+                out.err = Some((k as u64, format!("vertex id {id} {}", ctx.id_max_reason)));
+                return out;
+            }
+        }
+        max_id = max_id.max(u).max(v);
+        out.edges.push(RawEdge { u, v, w });
+    }
+    out.entries = out.edges.len() as u64;
+    out.lines = out.entries;
+    if out.entries > 0 {
+        out.max_id = Some(max_id);
+    }
+    out
+}
+
+/// Parses one input, calling `sink` with batches of edges in input order and
+/// `progress` with the input bytes consumed so far.
+///
+/// `id_limit`: the largest id (as written) accepted when not remapping; violations
+/// are reported with the location.
+pub fn parse_input(
+    path: &Path,
+    probe: &Probe,
+    id_limit: Option<u64>,
+    sink: &mut dyn FnMut(&[RawEdge]) -> Result<()>,
+    progress: &dyn Fn(u64),
+) -> Result<ParseSummary> {
+    let count = Arc::new(AtomicU64::new(0));
+    let (mut r, _, _) = open_input(path, count.clone())?;
+    let fmt = probe.format;
+    let mut id_max = u64::MAX;
+    let mut reason = String::new();
+    if let Some(n) = probe.header_vertices {
+        id_max = n;
+        reason = format!("exceeds the vertex count {n} in the header");
+    }
+    if let Some(lim) = id_limit {
+        if lim < id_max {
+            id_max = lim;
+            reason = format!(
+                "is too large: without --remap ids are used as given and must be below {} (4294967295 is reserved); pass --remap to renumber",
+                lim + 1 - probe.one_based as u64
+            );
+        }
+    }
+    let ctx = LineCtx {
+        format: fmt,
+        weighted: probe.weighted,
+        symmetric: probe.symmetric,
+        id_max,
+        id_max_reason: reason,
+        min_id: probe.one_based as u64,
+    };
+    let threads = rayon::current_num_threads().max(1);
+    let batch = 2 * threads;
+    let mut summary = ParseSummary::default();
+    let mut line_base = 0u64; // lines (or records) before the current chunk
+    let mut carry: Vec<u8> = Vec::new();
+    let mut first = true;
+    let mut file_cols: Option<(usize, u64)> = None;
+    let mut eof = false;
+    let rs = fmt.record_size();
+    while !eof {
+        // Read a batch of chunks sequentially.
+        let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(batch);
+        while chunks.len() < batch && !eof {
+            let mut buf = std::mem::take(&mut carry);
+            let start = buf.len();
+            buf.resize(start + CHUNK, 0);
+            let n = fill(&mut *r, &mut buf[start..], path)?;
+            buf.truncate(start + n);
+            if n < CHUNK {
+                eof = true;
+            }
+            if first && !fmt.is_binary() && fmt != Format::Text {
+                let h = parse_header(path, &buf, fmt)?;
+                line_base = h.lines;
+                buf.drain(..h.consumed);
+            }
+            first = false;
+            if fmt.is_binary() {
+                let whole = buf.len() / rs * rs;
+                if eof && whole != buf.len() {
+                    return Err(input_err(
+                        path.display().to_string(),
+                        format!(
+                            "truncated: the file ends with {} bytes that do not form a whole {rs}-byte {} record",
+                            buf.len() - whole,
+                            fmt.name()
+                        ),
+                    ));
+                }
+                carry = buf[whole..].to_vec();
+                buf.truncate(whole);
+            } else if !eof {
+                let cut = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+                carry = buf[cut..].to_vec();
+                buf.truncate(cut);
+                if cut == 0 {
+                    // A line longer than a whole chunk: keep reading into it.
+                    carry = buf;
+                    continue;
+                }
+            }
+            if !buf.is_empty() {
+                chunks.push(buf);
+            }
+        }
+        let outs: Vec<ChunkOut> = chunks
+            .par_iter()
+            .map(|c| {
+                if fmt.is_binary() {
+                    parse_binary_chunk(c, &ctx)
+                } else {
+                    parse_text_chunk(c, &ctx)
+                }
+            })
+            .collect();
+        for (c, out) in chunks.iter().zip(outs) {
+            let loc = |local: u64| {
+                if fmt.is_binary() {
+                    format!("{}: record {}", path.display(), line_base + local)
+                } else {
+                    format!("{}:{}", path.display(), line_base + local)
+                }
+            };
+            if let Some((local, msg)) = out.err {
+                let msg = match out.cols {
+                    Some((_, first)) => msg.replace(
+                        &format!("{{LINE{first}}}"),
+                        &(line_base + first).to_string(),
+                    ),
+                    None => msg,
+                };
+                return Err(input_err(loc(local), msg));
+            }
+            if let Some((cols, local)) = out.cols {
+                match file_cols {
+                    None => file_cols = Some((cols, line_base + local)),
+                    Some((fc, fl)) if fc != cols => {
+                        return Err(input_err(
+                            loc(local),
+                            format!("malformed line: {cols} columns, but line {fl} has {fc}"),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            sink(&out.edges)?;
+            summary.edges += out.edges.len() as u64;
+            summary.entries += out.entries;
+            summary.max_id = summary.max_id.max(out.max_id);
+            line_base += if fmt.is_binary() {
+                (c.len() / rs) as u64
+            } else {
+                out.lines
+            };
+        }
+        progress(count.load(Ordering::Relaxed));
+    }
+    if let Some(n) = probe.header_entries {
+        if n != summary.entries {
+            return Err(input_err(
+                path.display().to_string(),
+                format!(
+                    "the header promises {n} entries but the file holds {} (truncated or damaged?)",
+                    summary.entries
+                ),
+            ));
+        }
+    }
+    Ok(summary)
+}

@@ -1,0 +1,504 @@
+//! Reading a store: the manifest, the grid (whole blocks, rows, columns, or only
+//! chosen sources' runs), the CSR (one vertex's edge list), degrees and the id map.
+//!
+//! Invariants: opening checks every file's header against the manifest (kind,
+//! version, length, checksum recorded); reading a whole grid block checks the
+//! block's CRCs, so a flipped bit in streamed data is reported with the file and
+//! block, never used. Partial reads (selected sources, one CSR list) are bounds-
+//! checked but not checksummed; `Store::verify` checks every byte.
+
+use crate::error::{corrupt, Result, StoreError};
+use crate::format::{FileKind, LayoutFile};
+use crate::manifest::Manifest;
+use outcore_io::{IoStats, ReadMode};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One entry of `grid.index` (32 bytes, little-endian).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct BlockEntry {
+    /// Byte offset of the block in the `grid.data` payload.
+    pub offset: u64,
+    /// Edges in the block.
+    pub edges: u64,
+    /// Distinct sources in the block.
+    pub sources: u32,
+    /// CRC-32 of the sources, offsets and targets sections.
+    pub crc_topology: u32,
+    /// CRC-32 of the weights section (0 when unweighted or empty).
+    pub crc_weights: u32,
+    pub reserved: u32,
+}
+
+impl BlockEntry {
+    /// Bytes of the sources + offsets sections (the per-source index).
+    pub fn index_bytes(&self) -> u64 {
+        if self.edges == 0 {
+            0
+        } else {
+            8 * self.sources as u64 + 4
+        }
+    }
+    /// Bytes of the topology (index + targets).
+    pub fn topology_bytes(&self) -> u64 {
+        self.index_bytes() + 4 * self.edges
+    }
+}
+
+/// A grid block in memory: edges `(srcs[k], dsts[offs[k]..offs[k+1]])`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Block {
+    pub row: u32,
+    pub col: u32,
+    pub srcs: Vec<u32>,
+    pub offs: Vec<u32>,
+    pub dsts: Vec<u32>,
+    pub weights: Option<Vec<f32>>,
+}
+
+impl Block {
+    pub fn num_edges(&self) -> usize {
+        self.dsts.len()
+    }
+    /// Every edge as (source, target, weight; 1.0 when unweighted).
+    pub fn edges(&self) -> impl Iterator<Item = (u32, u32, f32)> + '_ {
+        self.srcs.iter().enumerate().flat_map(move |(k, &u)| {
+            let (s, e) = (self.offs[k] as usize, self.offs[k + 1] as usize);
+            (s..e).map(move |x| (u, self.dsts[x], self.weights.as_ref().map_or(1.0, |w| w[x])))
+        })
+    }
+}
+
+/// An open store.
+pub struct Store {
+    dir: PathBuf,
+    manifest: Manifest,
+    mode: ReadMode,
+    stats: Arc<IoStats>,
+}
+
+impl Store {
+    /// Opens with buffered reads and the process-wide I/O counters.
+    pub fn open(dir: &Path) -> Result<Store> {
+        Store::open_with(dir, ReadMode::Buffered, IoStats::global())
+    }
+
+    pub fn open_with(dir: &Path, mode: ReadMode, stats: Arc<IoStats>) -> Result<Store> {
+        let manifest = Manifest::read(dir)?;
+        for f in &manifest.files {
+            let path = dir.join(&f.name);
+            match std::fs::metadata(&path) {
+                Err(_) => return Err(corrupt(&path, "missing (listed in the manifest)")),
+                Ok(md) if md.len() != f.bytes => {
+                    return Err(corrupt(
+                        &path,
+                        format!(
+                            "truncated or extended: the manifest records {} bytes, the file has {}",
+                            f.bytes,
+                            md.len()
+                        ),
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            manifest,
+            mode,
+            stats,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+    pub fn vertices(&self) -> u64 {
+        self.manifest.vertices
+    }
+    pub fn edges(&self) -> u64 {
+        self.manifest.edges
+    }
+    pub fn weighted(&self) -> bool {
+        self.manifest.weighted
+    }
+    pub fn partitions(&self) -> u32 {
+        self.manifest.partitions
+    }
+    /// The vertices of grid interval `i`.
+    pub fn interval(&self, i: u32) -> Range<u32> {
+        let n = self.manifest.vertices;
+        let s = self.manifest.interval;
+        ((i as u64 * s).min(n) as u32)..(((i as u64 + 1) * s).min(n) as u32)
+    }
+
+    /// Opens a layout file named `name`, checking its header against the manifest.
+    pub fn layout(&self, name: &str, kind: FileKind) -> Result<LayoutFile> {
+        let rec = self
+            .manifest
+            .file(name)
+            .ok_or_else(|| StoreError::NotAStore {
+                dir: self.dir.clone(),
+                reason: format!("the manifest lists no {name}"),
+            })?;
+        LayoutFile::open(&self.dir, rec, kind, self.mode, self.stats.clone())
+    }
+
+    pub fn grid(&self) -> Result<GridReader> {
+        let index_file = self.layout("grid.index", FileKind::GridIndex)?;
+        let index: Vec<BlockEntry> = index_file.read_all()?;
+        let p = self.manifest.partitions as usize;
+        if index.len() != p * p {
+            return Err(corrupt(
+                index_file.file.path(),
+                format!("{} entries, expected {}", index.len(), p * p),
+            ));
+        }
+        let data = self.layout("grid.data", FileKind::GridData)?;
+        for (b, e) in index.iter().enumerate() {
+            let len = crate::ingest::block_bytes(e.edges, e.sources as u64, self.weighted());
+            if e.offset + len > data.header.payload_len || (e.sources as u64 > e.edges) {
+                return Err(corrupt(
+                    index_file.file.path(),
+                    format!("entry of block ({}, {}) is out of bounds", b / p, b % p),
+                ));
+            }
+        }
+        Ok(GridReader {
+            index,
+            data,
+            p: p as u32,
+            weighted: self.weighted(),
+        })
+    }
+
+    /// The out-edge CSR (`dir` = "out") or in-edge CSR ("in", when ingested with it).
+    pub fn csr(&self, dir: &str) -> Result<CsrReader> {
+        if dir == "in" && !self.manifest.in_edges {
+            return Err(StoreError::Invalid(format!(
+                "{}: the store has no in-edge CSR; ingest with --in-edges",
+                self.dir.display()
+            )));
+        }
+        let offsets: Vec<u64> = self
+            .layout(&format!("csr.{dir}.offsets"), FileKind::CsrOffsets)?
+            .read_all()?;
+        let targets = self.layout(&format!("csr.{dir}.targets"), FileKind::CsrTargets)?;
+        let weights = if self.weighted() {
+            Some(self.layout(&format!("csr.{dir}.weights"), FileKind::CsrWeights)?)
+        } else {
+            None
+        };
+        if offsets.len() as u64 != self.vertices() + 1
+            || offsets.last() != Some(&targets.header.count)
+        {
+            return Err(corrupt(
+                targets.file.path(),
+                "offsets do not match the number of targets",
+            ));
+        }
+        Ok(CsrReader {
+            offsets,
+            targets,
+            weights,
+        })
+    }
+
+    /// Out-degrees (`"out"`) or in-degrees (`"in"`), checksum-verified.
+    pub fn degrees(&self, dir: &str) -> Result<Vec<u32>> {
+        let d: Vec<u32> = self
+            .layout(&format!("degrees.{dir}"), FileKind::Degrees)?
+            .read_all()?;
+        if d.len() as u64 != self.vertices() {
+            return Err(corrupt(
+                self.dir.join(format!("degrees.{dir}")),
+                "wrong number of entries",
+            ));
+        }
+        Ok(d)
+    }
+
+    /// The map between dense ids and the user's ids.
+    pub fn id_map(&self) -> Result<IdMap> {
+        if self.manifest.remapped {
+            let ids: Vec<u64> = self.layout("idmap", FileKind::IdMap)?.read_all()?;
+            if ids.len() as u64 != self.vertices() {
+                return Err(corrupt(self.dir.join("idmap"), "wrong number of entries"));
+            }
+            Ok(IdMap::Map(ids))
+        } else {
+            Ok(IdMap::Offset {
+                base: self.manifest.id_base,
+                n: self.vertices(),
+            })
+        }
+    }
+
+    /// Streams every file and checks its checksum; one result per file.
+    pub fn verify(&self) -> Vec<(String, Result<()>)> {
+        let mut out = Vec::new();
+        for rec in &self.manifest.files {
+            let kind = match crate::format::FileKind::from_name(&rec.kind) {
+                Some(k) => k,
+                None => {
+                    out.push((
+                        rec.name.clone(),
+                        Err(corrupt(
+                            self.dir.join(&rec.name),
+                            format!("unknown kind {:?}", rec.kind),
+                        )),
+                    ));
+                    continue;
+                }
+            };
+            let r = LayoutFile::open(&self.dir, rec, kind, self.mode, self.stats.clone())
+                .and_then(|f| f.verify());
+            out.push((rec.name.clone(), r));
+        }
+        if out.iter().all(|(_, r)| r.is_ok()) {
+            if let Err(e) = self.grid().and_then(|g| g.verify_blocks()) {
+                out.push(("grid.data (blocks)".into(), Err(e)));
+            }
+        }
+        out
+    }
+}
+
+/// Dense id <-> user id.
+#[derive(Debug, Clone)]
+pub enum IdMap {
+    /// user id = dense id + base.
+    Offset { base: u64, n: u64 },
+    /// user id = ids[dense]; ascending.
+    Map(Vec<u64>),
+}
+
+impl IdMap {
+    pub fn to_user(&self, dense: u32) -> u64 {
+        match self {
+            IdMap::Offset { base, .. } => dense as u64 + base,
+            IdMap::Map(ids) => ids[dense as usize],
+        }
+    }
+    pub fn to_dense(&self, user: u64) -> Option<u32> {
+        match self {
+            IdMap::Offset { base, n } => {
+                user.checked_sub(*base).filter(|d| d < n).map(|d| d as u32)
+            }
+            IdMap::Map(ids) => ids.binary_search(&user).ok().map(|d| d as u32),
+        }
+    }
+}
+
+/// Reads grid blocks.
+pub struct GridReader {
+    index: Vec<BlockEntry>,
+    data: LayoutFile,
+    p: u32,
+    weighted: bool,
+}
+
+impl GridReader {
+    pub fn partitions(&self) -> u32 {
+        self.p
+    }
+    pub fn entry(&self, row: u32, col: u32) -> &BlockEntry {
+        &self.index[(row * self.p + col) as usize]
+    }
+    pub fn entries(&self) -> &[BlockEntry] {
+        &self.index
+    }
+    fn path(&self) -> &Path {
+        self.data.file.path()
+    }
+    fn damaged(&self, row: u32, col: u32, what: &str) -> StoreError {
+        corrupt(self.path(), format!("block ({row}, {col}): {what}"))
+    }
+
+    /// Reads a whole block (weights too, when `with_weights` and the store has them),
+    /// checking its checksums and structure.
+    pub fn read_block(&self, row: u32, col: u32, with_weights: bool) -> Result<Block> {
+        let e = *self.entry(row, col);
+        let mut b = Block {
+            row,
+            col,
+            ..Default::default()
+        };
+        if e.edges == 0 {
+            b.offs = vec![0];
+            if self.weighted && with_weights {
+                b.weights = Some(Vec::new());
+            }
+            return Ok(b);
+        }
+        let s = e.sources as usize;
+        let want_w = self.weighted && with_weights;
+        let len = e.topology_bytes() + if want_w { 4 * e.edges } else { 0 };
+        let mut raw = vec![0u32; (len / 4) as usize];
+        self.data
+            .read_payload(e.offset, bytemuck::cast_slice_mut(&mut raw))?;
+        let bytes: &[u8] = bytemuck::cast_slice(&raw);
+        let topo = e.topology_bytes() as usize;
+        if crc32fast::hash(&bytes[..topo]) != e.crc_topology {
+            return Err(self.damaged(row, col, "checksum mismatch: the block is damaged"));
+        }
+        if want_w && crc32fast::hash(&bytes[topo..]) != e.crc_weights {
+            return Err(self.damaged(row, col, "weights checksum mismatch: the block is damaged"));
+        }
+        b.srcs = raw[..s].to_vec();
+        b.offs = raw[s..2 * s + 1].to_vec();
+        b.dsts = raw[2 * s + 1..2 * s + 1 + e.edges as usize].to_vec();
+        if want_w {
+            b.weights = Some(bytemuck::cast_slice(&raw[2 * s + 1 + e.edges as usize..]).to_vec());
+        }
+        if b.offs[0] != 0
+            || b.offs[s] as u64 != e.edges
+            || b.offs.windows(2).any(|w| w[0] >= w[1])
+            || b.srcs.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(self.damaged(row, col, "inconsistent source index"));
+        }
+        Ok(b)
+    }
+
+    /// The blocks of grid row `row` (sources in interval `row`), in column order.
+    pub fn row(&self, row: u32, with_weights: bool) -> impl Iterator<Item = Result<Block>> + '_ {
+        (0..self.p).map(move |c| self.read_block(row, c, with_weights))
+    }
+
+    /// The blocks of grid column `col` (targets in interval `col`), in row order.
+    pub fn column(&self, col: u32, with_weights: bool) -> impl Iterator<Item = Result<Block>> + '_ {
+        (0..self.p).map(move |r| self.read_block(r, col, with_weights))
+    }
+
+    /// Reads only the runs of the sources in `sources` (ascending) from a block: the
+    /// block's per-source index, then one read per group of adjacent runs.
+    pub fn read_sources(
+        &self,
+        row: u32,
+        col: u32,
+        sources: &[u32],
+        with_weights: bool,
+    ) -> Result<Block> {
+        let e = *self.entry(row, col);
+        let mut out = Block {
+            row,
+            col,
+            offs: vec![0],
+            ..Default::default()
+        };
+        let want_w = self.weighted && with_weights;
+        if want_w {
+            out.weights = Some(Vec::new());
+        }
+        if e.edges == 0 || sources.is_empty() {
+            return Ok(out);
+        }
+        let s = e.sources as usize;
+        let mut idx = vec![0u32; 2 * s + 1];
+        self.data
+            .read_payload(e.offset, bytemuck::cast_slice_mut(&mut idx))?;
+        let (srcs, offs) = idx.split_at(s);
+        if offs[s] as u64 != e.edges {
+            return Err(self.damaged(row, col, "inconsistent source index"));
+        }
+        let dst_base = e.offset + e.index_bytes();
+        let w_base = dst_base + 4 * e.edges;
+        let mut picked: Vec<usize> = Vec::new();
+        for &v in sources {
+            if let Ok(k) = srcs.binary_search(&v) {
+                picked.push(k);
+            }
+        }
+        // Group adjacent runs (consecutive k) into one read each.
+        let mut g = 0;
+        while g < picked.len() {
+            let mut h = g + 1;
+            while h < picked.len() && picked[h] == picked[h - 1] + 1 {
+                h += 1;
+            }
+            let (a, b) = (offs[picked[g]] as u64, offs[picked[h - 1] + 1] as u64);
+            if a >= b || b > e.edges {
+                return Err(self.damaged(row, col, "inconsistent source index"));
+            }
+            let mut d = vec![0u32; (b - a) as usize];
+            self.data
+                .read_payload(dst_base + 4 * a, bytemuck::cast_slice_mut(&mut d))?;
+            let mut w = Vec::new();
+            if want_w {
+                w = vec![0f32; (b - a) as usize];
+                self.data
+                    .read_payload(w_base + 4 * a, bytemuck::cast_slice_mut(&mut w))?;
+            }
+            for &k in &picked[g..h] {
+                out.srcs.push(srcs[k]);
+                let (x, y) = (
+                    (offs[k] as u64 - a) as usize,
+                    (offs[k + 1] as u64 - a) as usize,
+                );
+                out.dsts.extend_from_slice(&d[x..y]);
+                if let Some(ow) = &mut out.weights {
+                    ow.extend_from_slice(&w[x..y]);
+                }
+                out.offs.push(out.dsts.len() as u32);
+            }
+            g = h;
+        }
+        Ok(out)
+    }
+
+    /// Reads every block, checking checksums and structure.
+    pub fn verify_blocks(&self) -> Result<()> {
+        for r in 0..self.p {
+            for c in 0..self.p {
+                self.read_block(r, c, true)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads one vertex's edge list from the CSR. The offsets are held in memory.
+pub struct CsrReader {
+    offsets: Vec<u64>,
+    targets: LayoutFile,
+    weights: Option<LayoutFile>,
+}
+
+impl CsrReader {
+    pub fn degree(&self, v: u32) -> u64 {
+        self.offsets[v as usize + 1] - self.offsets[v as usize]
+    }
+    pub fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+    /// The targets (and weights, when stored) of `v`'s edges, sorted by target.
+    pub fn edges(&self, v: u32) -> Result<(Vec<u32>, Option<Vec<f32>>)> {
+        if v as usize + 1 >= self.offsets.len() {
+            return Err(StoreError::Invalid(format!(
+                "vertex {v} is not in the store"
+            )));
+        }
+        let (a, b) = (self.offsets[v as usize], self.offsets[v as usize + 1]);
+        let mut t = vec![0u32; (b - a) as usize];
+        self.targets
+            .read_payload(a * 4, bytemuck::cast_slice_mut(&mut t))?;
+        let w = match &self.weights {
+            Some(wf) => {
+                let mut w = vec![0f32; (b - a) as usize];
+                wf.read_payload(a * 4, bytemuck::cast_slice_mut(&mut w))?;
+                Some(w)
+            }
+            None => None,
+        };
+        Ok((t, w))
+    }
+}

@@ -1,0 +1,353 @@
+//! External merge sort of fixed-size edge records within a memory budget.
+//!
+//! Design: records are gathered in a buffer of `capacity` records; a full buffer is
+//! sorted in parallel (rayon) and spilled as a sorted run to a temporary file; at
+//! the end the runs are merged with a binary heap, each run read through a buffer of
+//! its share of the budget. When everything fits, no run is written at all and the
+//! sorted buffer is streamed from memory. Order: by [`Record::key`] then
+//! [`Record::tie`], so the output (duplicates included) is fully determined by the
+//! input multiset, whatever the thread count or run boundaries.
+
+use crate::error::Result;
+use outcore_io::{InFile, IoStats, OutFile, ReadMode};
+use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A fixed-size edge record that the sorter and the layouts handle.
+pub trait Record: bytemuck::Pod + Send + Sync {
+    const WEIGHTED: bool;
+    fn new(u: u32, v: u32, w: f32) -> Self;
+    fn u(&self) -> u32;
+    fn v(&self) -> u32;
+    fn w(&self) -> f32;
+    fn key(&self) -> u64 {
+        ((self.u() as u64) << 32) | self.v() as u64
+    }
+    fn tie(&self) -> u32 {
+        self.w().to_bits()
+    }
+    fn reversed(&self) -> Self {
+        Self::new(self.v(), self.u(), self.w())
+    }
+}
+
+/// An unweighted edge: source, target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Edge {
+    pub u: u32,
+    pub v: u32,
+}
+
+/// A weighted edge: source, target, weight.
+#[derive(Debug, Clone, Copy, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct WEdge {
+    pub u: u32,
+    pub v: u32,
+    pub w: f32,
+}
+
+impl Record for Edge {
+    const WEIGHTED: bool = false;
+    fn new(u: u32, v: u32, _w: f32) -> Self {
+        Edge { u, v }
+    }
+    fn u(&self) -> u32 {
+        self.u
+    }
+    fn v(&self) -> u32 {
+        self.v
+    }
+    fn w(&self) -> f32 {
+        1.0
+    }
+    fn tie(&self) -> u32 {
+        0
+    }
+}
+
+impl Record for WEdge {
+    const WEIGHTED: bool = true;
+    fn new(u: u32, v: u32, w: f32) -> Self {
+        WEdge { u, v, w }
+    }
+    fn u(&self) -> u32 {
+        self.u
+    }
+    fn v(&self) -> u32 {
+        self.v
+    }
+    fn w(&self) -> f32 {
+        self.w
+    }
+}
+
+pub struct ExternalSorter<R: Record> {
+    buf: Vec<R>,
+    capacity: usize,
+    dir: PathBuf,
+    runs: Vec<(PathBuf, u64)>,
+    stats: Arc<IoStats>,
+    total: u64,
+    merge_memory: usize,
+}
+
+fn sort_records<R: Record>(v: &mut [R]) {
+    if R::WEIGHTED {
+        v.par_sort_unstable_by_key(|r| (r.key(), r.tie()));
+    } else {
+        v.par_sort_unstable_by_key(|r| r.key());
+    }
+}
+
+impl<R: Record> ExternalSorter<R> {
+    /// A sorter using about `memory` bytes, spilling runs into `dir`.
+    pub fn new(dir: PathBuf, memory: u64, stats: Arc<IoStats>) -> ExternalSorter<R> {
+        let capacity = ((memory as usize) / std::mem::size_of::<R>()).max(1024);
+        ExternalSorter {
+            buf: Vec::new(),
+            capacity,
+            dir,
+            runs: Vec::new(),
+            stats,
+            total: 0,
+            merge_memory: memory as usize,
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn push(&mut self, r: R) -> Result<()> {
+        if self.buf.len() == self.capacity {
+            self.spill()?;
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(self.capacity.min(1 << 20));
+        }
+        self.buf.push(r);
+        self.total += 1;
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        sort_records(&mut self.buf);
+        let path = self.dir.join(format!("run-{:05}.bin", self.runs.len()));
+        let mut out = OutFile::create(&path, self.stats.clone())?;
+        for part in self.buf.chunks(1 << 20) {
+            out.write_all(bytemuck::cast_slice(part))?;
+        }
+        out.finish()?;
+        self.runs.push((path, self.buf.len() as u64));
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Ends input; returns the records in sorted order.
+    pub fn finish(mut self) -> Result<Sorted<R>> {
+        if self.runs.is_empty() {
+            sort_records(&mut self.buf);
+            return Ok(Sorted {
+                inner: SortedInner::Memory {
+                    buf: self.buf,
+                    pos: 0,
+                },
+            });
+        }
+        self.spill()?;
+        self.buf = Vec::new();
+        let per_run = (self.merge_memory / 2 / self.runs.len()).clamp(64 << 10, 16 << 20);
+        let per_run_records = (per_run / std::mem::size_of::<R>()).max(1);
+        let mut readers: Vec<RunReader<R>> = Vec::with_capacity(self.runs.len());
+        for (path, len) in &self.runs {
+            readers.push(RunReader {
+                file: InFile::open(path, ReadMode::Buffered, self.stats.clone())?,
+                len: *len,
+                next: 0,
+                buf: Vec::with_capacity(per_run_records),
+                pos: 0,
+                chunk: per_run_records,
+            });
+        }
+        let mut heap = BinaryHeap::with_capacity(readers.len());
+        for (k, r) in readers.iter_mut().enumerate() {
+            if let Some(rec) = r.peek()? {
+                heap.push(Reverse((rec.key(), rec.tie(), k)));
+            }
+        }
+        Ok(Sorted {
+            inner: SortedInner::Merge {
+                readers,
+                heap,
+                paths: self.runs.into_iter().map(|r| r.0).collect(),
+            },
+        })
+    }
+}
+
+struct RunReader<R: Record> {
+    file: InFile,
+    len: u64,
+    next: u64,
+    buf: Vec<R>,
+    pos: usize,
+    chunk: usize,
+}
+
+impl<R: Record> RunReader<R> {
+    fn peek(&mut self) -> Result<Option<R>> {
+        if self.pos == self.buf.len() {
+            if self.next == self.len {
+                return Ok(None);
+            }
+            let n = (self.len - self.next).min(self.chunk as u64) as usize;
+            self.buf.resize(n, R::zeroed());
+            let size = std::mem::size_of::<R>() as u64;
+            self.file
+                .read_exact_at(self.next * size, bytemuck::cast_slice_mut(&mut self.buf))?;
+            self.next += n as u64;
+            self.pos = 0;
+        }
+        Ok(Some(self.buf[self.pos]))
+    }
+}
+
+enum SortedInner<R: Record> {
+    Memory {
+        buf: Vec<R>,
+        pos: usize,
+    },
+    Merge {
+        readers: Vec<RunReader<R>>,
+        heap: BinaryHeap<Reverse<(u64, u32, usize)>>,
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// The sorted output of an [`ExternalSorter`].
+pub struct Sorted<R: Record> {
+    inner: SortedInner<R>,
+}
+
+impl<R: Record> Sorted<R> {
+    /// Fills `out` (cleared first) with up to `max` next records; empty at the end.
+    pub fn next_batch(&mut self, out: &mut Vec<R>, max: usize) -> Result<()> {
+        out.clear();
+        match &mut self.inner {
+            SortedInner::Memory { buf, pos } => {
+                let n = (buf.len() - *pos).min(max);
+                out.extend_from_slice(&buf[*pos..*pos + n]);
+                *pos += n;
+                if *pos == buf.len() {
+                    *buf = Vec::new();
+                    *pos = 0;
+                }
+            }
+            SortedInner::Merge { readers, heap, .. } => {
+                while out.len() < max {
+                    let Some(Reverse((_, _, k))) = heap.pop() else {
+                        break;
+                    };
+                    let r = &mut readers[k];
+                    let rec = r.buf[r.pos];
+                    r.pos += 1;
+                    out.push(rec);
+                    // Take the run's following records while they stay below the
+                    // heap's minimum: sorted runs often continue for a while.
+                    let bound = heap.peek().map(|Reverse((key, tie, _))| (*key, *tie));
+                    loop {
+                        match r.peek()? {
+                            Some(next) => {
+                                let nk = (next.key(), next.tie());
+                                if out.len() < max && bound.is_none_or(|b| nk <= b) {
+                                    r.pos += 1;
+                                    out.push(next);
+                                } else {
+                                    heap.push(Reverse((nk.0, nk.1, k)));
+                                    break;
+                                }
+                            }
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<R: Record> Drop for Sorted<R> {
+    fn drop(&mut self) {
+        if let SortedInner::Merge { paths, .. } = &self.inner {
+            for p in paths {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain<R: Record>(mut s: Sorted<R>) -> Vec<R> {
+        let mut all = Vec::new();
+        let mut b = Vec::new();
+        loop {
+            s.next_batch(&mut b, 777).unwrap();
+            if b.is_empty() {
+                return all;
+            }
+            all.extend_from_slice(&b);
+        }
+    }
+
+    #[test]
+    fn spilling_and_in_memory_sorts_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut x = 12345u64;
+        let mut input = Vec::new();
+        for _ in 0..50_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            input.push(WEdge {
+                u: (x >> 50) as u32,
+                v: (x >> 20 & 1023) as u32,
+                w: (x & 7) as f32,
+            });
+        }
+        let mut expect = input.clone();
+        expect.sort_by_key(|r| (r.key(), r.tie()));
+        for memory in [12 * 1024, 12 * 4096, 1 << 30] {
+            let mut s =
+                ExternalSorter::<WEdge>::new(dir.path().to_path_buf(), memory, IoStats::new());
+            for r in &input {
+                s.push(*r).unwrap();
+            }
+            let spilled = s.runs() > 0;
+            assert_eq!(spilled, memory < 1 << 20);
+            assert_eq!(drain(s.finish().unwrap()), expect, "memory {memory}");
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "runs are removed"
+        );
+    }
+}
