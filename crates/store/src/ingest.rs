@@ -59,6 +59,12 @@ pub struct IngestOptions {
     pub force: bool,
     /// Where sort runs go (default: beside the output).
     pub tmp_dir: Option<PathBuf>,
+    /// Caps the sort buffer at this many records (default: from `memory`). Lets tests
+    /// drive small inputs through the spill-and-merge path.
+    pub sort_buffer_records: Option<usize>,
+    /// Most vertices accepted (default [`MAX_VERTICES`]); lets tests reach the
+    /// too-many-vertices error without 4 billion ids.
+    pub max_vertices: u64,
 }
 
 impl Default for IngestOptions {
@@ -75,6 +81,8 @@ impl Default for IngestOptions {
             in_edges: false,
             force: false,
             tmp_dir: None,
+            sort_buffer_records: None,
+            max_vertices: MAX_VERTICES,
         }
     }
 }
@@ -234,9 +242,9 @@ pub fn ingest(
     if inputs.is_empty() {
         return Err(StoreError::Invalid("no input files given".into()));
     }
-    if opts.memory < (16 << 20) {
+    if opts.memory < (1 << 20) {
         return Err(StoreError::Invalid(format!(
-            "--memory {} is too small: ingest needs at least 16 MiB",
+            "--memory {} is too small: ingest needs at least 1 MiB",
             outcore_io::format_bytes(opts.memory)
         )));
     }
@@ -411,9 +419,10 @@ fn parse_all<R: Record>(
     let mut raw = OutFile::create(&raw_path, c.stats.clone())?;
     let mut ids: Vec<u64> = Vec::new();
     let mut threshold = ((c.opts.memory / 4) / 8).max(1 << 16) as usize;
+    let max_v = c.opts.max_vertices;
     let too_many = |k: usize| {
         StoreError::Invalid(format!(
-            "more than {MAX_VERTICES} distinct vertices ({k} so far): a store numbers vertices with u32"
+            "more than {max_v} distinct vertices ({k} found): a store numbers vertices with u32, at most {max_v}"
         ))
     };
     for (path, p) in c.inputs.iter().zip(c.probes) {
@@ -435,7 +444,7 @@ fn parse_all<R: Record>(
                 if ids.len() >= threshold {
                     ids.par_sort_unstable();
                     ids.dedup();
-                    if ids.len() as u64 > MAX_VERTICES {
+                    if ids.len() as u64 > max_v {
                         return Err(too_many(ids.len()));
                     }
                     if ids.len() > threshold / 2 {
@@ -452,7 +461,7 @@ fn parse_all<R: Record>(
     ids.par_sort_unstable();
     ids.dedup();
     ids.shrink_to_fit();
-    if ids.len() as u64 > MAX_VERTICES {
+    if ids.len() as u64 > max_v {
         return Err(too_many(ids.len()));
     }
     *sort_mem = sort_mem.saturating_sub(ids.len() as u64 * 8).max(16 << 20);
@@ -616,6 +625,9 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         budget / 2
     };
     let mut sorter = ExternalSorter::<R>::new(c.work.spill.clone(), sort_mem, c.stats.clone());
+    if let Some(cap) = opts.sort_buffer_records {
+        sorter.set_capacity(cap);
+    }
     let (n, input_edges, idmap) = parse_all(c, &mut sorter, &mut sort_mem)?;
     if n > MAX_VERTICES {
         return Err(StoreError::Invalid(format!(
@@ -643,11 +655,12 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         Vec::new()
     };
     let mut in_sorter = if opts.in_edges {
-        Some(ExternalSorter::<R>::new(
-            c.work.spill.join("in"),
-            budget * 3 / 10,
-            c.stats.clone(),
-        ))
+        let mut s =
+            ExternalSorter::<R>::new(c.work.spill.join("in"), budget * 3 / 10, c.stats.clone());
+        if let Some(cap) = opts.sort_buffer_records {
+            s.set_capacity(cap);
+        }
+        Some(s)
     } else {
         None
     };

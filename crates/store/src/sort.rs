@@ -119,6 +119,11 @@ impl<R: Record> ExternalSorter<R> {
         }
     }
 
+    /// Caps the in-memory buffer at `records` (at least 1).
+    pub fn set_capacity(&mut self, records: usize) {
+        self.capacity = records.max(1);
+    }
+
     pub fn len(&self) -> u64 {
         self.total
     }
