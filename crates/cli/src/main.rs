@@ -263,6 +263,7 @@ fn cmd_ingest(a: IngestArgs) -> Result<()> {
         in_edges: a.in_edges,
         force: a.force,
         tmp_dir: a.tmp_dir,
+        ..IngestOptions::default()
     };
     let obs = progress::IngestBars::new();
     let r = outcore_store::ingest(&a.inputs, &a.out, &opts, &obs)?;

@@ -274,7 +274,7 @@ impl LayoutFile {
     /// Reads the whole payload as a vector of `T`, checking the CRC.
     pub fn read_all<T: bytemuck::Pod>(&self) -> Result<Vec<T>> {
         let size = std::mem::size_of::<T>() as u64;
-        if self.header.payload_len % size != 0 {
+        if !self.header.payload_len.is_multiple_of(size) {
             return Err(corrupt(
                 self.file.path(),
                 "payload length is not a whole number of elements",

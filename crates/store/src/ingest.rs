@@ -314,7 +314,8 @@ pub fn ingest(
         build::<Edge>(&ctx)?
     };
 
-    // Commit: move the finished store into place.
+    // Commit: sort runs are gone, move the finished store into place.
+    std::fs::remove_dir_all(&work.spill).map_err(|e| IoError::new(&work.spill, "remove", e))?;
     let io_err = |p: &Path, e| StoreError::from(IoError::new(p, "rename", e));
     match state {
         OutState::Fresh | OutState::EmptyDir => {

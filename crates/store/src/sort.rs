@@ -274,19 +274,14 @@ impl<R: Record> Sorted<R> {
                     // Take the run's following records while they stay below the
                     // heap's minimum: sorted runs often continue for a while.
                     let bound = heap.peek().map(|Reverse((key, tie, _))| (*key, *tie));
-                    loop {
-                        match r.peek()? {
-                            Some(next) => {
-                                let nk = (next.key(), next.tie());
-                                if out.len() < max && bound.is_none_or(|b| nk <= b) {
-                                    r.pos += 1;
-                                    out.push(next);
-                                } else {
-                                    heap.push(Reverse((nk.0, nk.1, k)));
-                                    break;
-                                }
-                            }
-                            None => break,
+                    while let Some(next) = r.peek()? {
+                        let nk = (next.key(), next.tie());
+                        if out.len() < max && bound.is_none_or(|b| nk <= b) {
+                            r.pos += 1;
+                            out.push(next);
+                        } else {
+                            heap.push(Reverse((nk.0, nk.1, k)));
+                            break;
                         }
                     }
                 }

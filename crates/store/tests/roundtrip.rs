@@ -162,7 +162,7 @@ fn expected(case: &Case) -> (Multiset, u64) {
             list.push((v, u, w));
         }
     }
-    list.sort_by(|a, b| (a.0, a.1, a.2.to_bits()).cmp(&(b.0, b.1, b.2.to_bits())));
+    list.sort_by_key(|a| (a.0, a.1, a.2.to_bits()));
     if case.dedup {
         list.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
     }
@@ -295,6 +295,21 @@ fn check(case: &Case) {
         assert_eq!(got, want, "csr in");
     }
     assert!(store.verify().iter().all(|(_, r)| r.is_ok()));
+    // The directory holds the manifest and exactly the files it lists.
+    let mut on_disk: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut listed: Vec<String> = store
+        .manifest()
+        .files
+        .iter()
+        .map(|f| f.name.clone())
+        .collect();
+    listed.push("manifest.json".into());
+    on_disk.sort();
+    listed.sort();
+    assert_eq!(on_disk, listed);
 }
 
 fn arb_case() -> impl Strategy<Value = Case> {
@@ -422,7 +437,7 @@ fn too_many_distinct_vertices_is_refused() {
         max_vertices: 100,
         ..Default::default()
     };
-    let err = ingest(&[input.clone()], &out, &opts, &Quiet)
+    let err = ingest(std::slice::from_ref(&input), &out, &opts, &Quiet)
         .unwrap_err()
         .to_string();
     assert!(

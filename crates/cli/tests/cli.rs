@@ -1,0 +1,534 @@
+//! End-to-end tests of the `outcore` binary: bad input gets a precise message and
+//! a non-zero exit and leaves no store; interrupted or failed ingests leave nothing
+//! that opens; damaged stores are reported by file and reason; the real graphs in
+//! ../shared/graphs ingest with the counts of their README.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_outcore"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("runs outcore")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Ingest `text` (written to `name`) and expect failure with every `needles` in stderr.
+fn ingest_fails(name: &str, content: &[u8], extra: &[&str], needles: &[&str]) {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join(name);
+    std::fs::write(&input, content).unwrap();
+    let out = d.path().join("store");
+    let mut args = vec!["ingest", s(&input), "-o", s(&out)];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "expected failure for {name}");
+    assert_eq!(o.status.code(), Some(1));
+    for n in needles {
+        assert!(err.contains(n), "stderr of {name} lacks {n:?}:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "a failed ingest left a store");
+    let leftovers: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary directories left: {leftovers:?}"
+    );
+}
+
+#[test]
+fn malformed_lines_name_file_line_and_text() {
+    ingest_fails(
+        "g.txt",
+        b"# c\n0 1\n1 x\n",
+        &[],
+        &["g.txt:3: malformed line", "\"1 x\""],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1\n1\n",
+        &[],
+        &["g.txt:2: malformed line", "expected `u v` or `u v w`"],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1\r\n1 2 3 4\r\n",
+        &[],
+        &["g.txt:2: malformed line"],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1 2.0\n1 2\n",
+        &[],
+        &["g.txt:2: malformed line: 2 columns, but line 1 has 3"],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 -1\n",
+        &[],
+        &["g.txt:1: malformed line: vertex ids must be non-negative integers"],
+    );
+    ingest_fails(
+        "g.gr",
+        b"c x\np sp 3 2\na 1 2 5\nz 1 2\n",
+        &[],
+        &["g.gr:4: malformed line: expected `a u v w`"],
+    );
+    ingest_fails(
+        "g.gr",
+        b"a 1 2 5\n",
+        &[],
+        &["g.gr:1: expected the problem line"],
+    );
+    ingest_fails(
+        "g.mtx",
+        b"%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n",
+        &[],
+        &["g.mtx:1:", "only `coordinate`"],
+    );
+}
+
+#[test]
+fn ids_beyond_the_header_or_the_u32_range_are_refused() {
+    ingest_fails(
+        "g.gr",
+        b"p sp 3 2\na 1 2 5\na 1 4 3\n",
+        &[],
+        &["g.gr:3: vertex id 4 exceeds the vertex count 3 in the header"],
+    );
+    ingest_fails(
+        "g.mtx",
+        b"%%MatrixMarket matrix coordinate pattern general\n% x\n3 3 2\n1 2\n5 1\n",
+        &[],
+        &["g.mtx:5: vertex id 5 exceeds the vertex count 3"],
+    );
+    ingest_fails(
+        "g.gr",
+        b"p sp 3 1\na 0 2 5\n",
+        &[],
+        &["g.gr:2: vertex id 0 is out of range: ids in this format start at 1"],
+    );
+    let mut rec = Vec::new();
+    rec.extend_from_slice(&1u64.to_le_bytes());
+    rec.extend_from_slice(&2u64.to_le_bytes());
+    rec.extend_from_slice(&(1u64 << 32).to_le_bytes());
+    rec.extend_from_slice(&0u64.to_le_bytes());
+    ingest_fails(
+        "g.bin64",
+        &rec,
+        &[],
+        &[
+            "g.bin64: record 1: vertex id 4294967296 is too large",
+            "--remap",
+        ],
+    );
+    ingest_fails(
+        "g.txt",
+        b"4294967295 1\n",
+        &[],
+        &["g.txt:1: vertex id 4294967295 is too large"],
+    );
+    ingest_fails(
+        "g.gr",
+        b"p sp 3 3\na 1 2 5\n",
+        &[],
+        &["promises 3 entries but the file holds 1"],
+    );
+    ingest_fails(
+        "g.bin32",
+        &[1, 0, 0, 0, 2, 0, 0, 0, 9],
+        &[],
+        &["g.bin32: truncated", "1 bytes", "8-byte bin32 record"],
+    );
+}
+
+#[test]
+fn bad_weights_are_refused() {
+    ingest_fails(
+        "g.txt",
+        b"0 1 1.5\n1 2 NaN\n",
+        &[],
+        &["g.txt:2: weight is NaN"],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1 abc\n",
+        &[],
+        &["g.txt:1: weight \"abc\" is not a number"],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1 inf\n",
+        &[],
+        &["g.txt:1: weight inf is not finite"],
+    );
+    let mut rec = Vec::new();
+    for x in [0u32, 1] {
+        rec.extend_from_slice(&x.to_le_bytes());
+    }
+    rec.extend_from_slice(&f32::NAN.to_le_bytes());
+    ingest_fails(
+        "g.bin32w",
+        &rec,
+        &[],
+        &["g.bin32w: record 0: weight is NaN"],
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1\n",
+        &["--weighted"],
+        &["--weighted", "has no weight column"],
+    );
+}
+
+#[test]
+fn missing_input_and_unknown_format() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("s");
+    let o = run(&["ingest", "/nonexistent/graph.txt", "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("/nonexistent/graph.txt: cannot open input: No such file or directory"),
+        "{}",
+        stderr(&o)
+    );
+    ingest_fails(
+        "g.dat",
+        &[0, 1, 2, 3, 0xff, 0xfe, 0, 0],
+        &[],
+        &["cannot tell the format", "--format"],
+    );
+    let o = run(&["ingest", "x.txt", "-o", s(&out), "--format", "csv"]);
+    assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
+    assert!(stderr(&o).contains("unknown format"));
+}
+
+#[test]
+fn empty_input_gives_an_empty_store() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("e.txt");
+    std::fs::write(&input, b"# nothing\n").unwrap();
+    let out = d.path().join("s");
+    let o = run(&["ingest", s(&input), "-o", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["info", s(&out), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["edges"], 0);
+    assert_eq!(j["vertices"], 0);
+    assert_eq!(j["checksums_ok"], true);
+}
+
+#[test]
+fn an_existing_store_is_kept_unless_forced() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a.txt");
+    std::fs::write(&a, b"0 1\n1 2\n").unwrap();
+    let b = d.path().join("b.txt");
+    std::fs::write(&b, b"0 1\n").unwrap();
+    let out = d.path().join("s");
+    assert!(run(&["ingest", s(&a), "-o", s(&out)]).status.success());
+    let o = run(&["ingest", s(&b), "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("already holds an outcore store; pass --force"),
+        "{}",
+        stderr(&o)
+    );
+    let info = run(&["info", s(&out), "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(j["edges"], 2, "the old store is intact");
+    assert!(run(&["ingest", s(&b), "-o", s(&out), "--force"])
+        .status
+        .success());
+    let j: serde_json::Value =
+        serde_json::from_slice(&run(&["info", s(&out), "--json"]).stdout).unwrap();
+    assert_eq!(j["edges"], 1);
+    // A non-empty directory that is not a store is never overwritten.
+    let other = d.path().join("docs");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("keep.txt"), b"mine").unwrap();
+    let o = run(&["ingest", s(&b), "-o", s(&other), "--force"]);
+    assert!(
+        stderr(&o).contains("is not empty and is not an outcore store"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(other.join("keep.txt")).unwrap(), b"mine");
+}
+
+fn make_graph(dir: &Path, scale: u32) -> PathBuf {
+    let g = dir.join("g.bin32");
+    let o = run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        &scale.to_string(),
+        "-o",
+        s(&g),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    g
+}
+
+#[test]
+fn a_full_disk_fails_cleanly() {
+    let d = tempfile::tempdir().unwrap();
+    let g = make_graph(d.path(), 12);
+    for limit in ["1000", "200000", "900000"] {
+        let out = d.path().join("s");
+        let o = bin()
+            .args(["ingest", s(&g), "-o", s(&out), "--in-edges", "--undirected"])
+            .env("OUTCORE_FAULT_ENOSPC_AFTER", limit)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.exists());
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "leftovers after disk full at {limit}: {left:?}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_ingest_leaves_no_store_and_the_next_one_cleans_up() {
+    let d = tempfile::tempdir().unwrap();
+    let g = make_graph(d.path(), 17);
+    let out = d.path().join("s");
+    let mut killed = 0;
+    // Delays spread over the ingest; a seeded sequence keeps the test reproducible.
+    for delay_ms in [5u64, 40, 90, 150, 230, 400] {
+        let _ = std::fs::remove_dir_all(&out);
+        let mut child = bin()
+            .args([
+                "ingest",
+                s(&g),
+                "-o",
+                s(&out),
+                "--undirected",
+                "--in-edges",
+                "--memory",
+                "4M",
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let info = run(&["info", s(&out)]);
+        if finished && status.success() {
+            assert!(
+                info.status.success(),
+                "a finished ingest must verify: {}",
+                stderr(&info)
+            );
+            continue;
+        }
+        killed += 1;
+        assert!(
+            !info.status.success(),
+            "a killed ingest left a store that opens"
+        );
+        assert!(!out.exists(), "a killed ingest created the output");
+    }
+    assert!(
+        killed > 0,
+        "no ingest was interrupted; the graph is too small"
+    );
+    let stale = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".s.ingest-"))
+        .count();
+    assert!(stale > 0, "a killed ingest leaves its build directory");
+    let o = run(&["ingest", s(&g), "-o", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stale = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".s.ingest-"))
+        .count();
+    assert_eq!(stale, 0, "the next ingest removes dead ingests' leftovers");
+    assert!(run(&["info", s(&out)]).status.success());
+}
+
+#[test]
+fn damaged_store_files_are_reported_by_name_and_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let g = make_graph(d.path(), 10);
+    let out = d.path().join("s");
+    assert!(run(&["ingest", s(&g), "-o", s(&out), "--partitions", "4"])
+        .status
+        .success());
+    let pristine = d.path().join("pristine");
+    std::fs::create_dir(&pristine).unwrap();
+    for e in std::fs::read_dir(&out).unwrap().flatten() {
+        std::fs::copy(e.path(), pristine.join(e.file_name())).unwrap();
+    }
+    let restore = || {
+        for e in std::fs::read_dir(&pristine).unwrap().flatten() {
+            std::fs::copy(e.path(), out.join(e.file_name())).unwrap();
+        }
+    };
+    let check = |needles: &[&str]| {
+        let o = run(&["info", s(&out)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "missing {n:?} in:\n{err}");
+        }
+    };
+    // Truncation.
+    let f = out.join("csr.out.targets");
+    let len = std::fs::metadata(&f).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap();
+    check(&["csr.out.targets", "truncated"]);
+    restore();
+    // A flipped bit in the middle of the grid data.
+    let f = out.join("grid.data");
+    let mut bytes = std::fs::read(&f).unwrap();
+    let mid = 4096 + (bytes.len() - 4096) / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&f, &bytes).unwrap();
+    check(&["grid.data", "checksum mismatch"]);
+    restore();
+    // A damaged header.
+    let f = out.join("degrees.out");
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[20] ^= 1;
+    std::fs::write(&f, &bytes).unwrap();
+    check(&["degrees.out", "header checksum mismatch"]);
+    restore();
+    // A missing file and a missing manifest.
+    std::fs::remove_file(out.join("degrees.in")).unwrap();
+    check(&["degrees.in", "missing"]);
+    restore();
+    std::fs::remove_file(out.join("manifest.json")).unwrap();
+    check(&["not an outcore store", "no manifest.json"]);
+    restore();
+    assert!(run(&["info", s(&out)]).status.success());
+}
+
+#[test]
+fn generate_is_deterministic_across_thread_counts() {
+    let d = tempfile::tempdir().unwrap();
+    for kind in [
+        &["kronecker", "--scale", "15", "--weighted"][..],
+        &["grid", "--rows", "300", "--cols", "200"],
+        &[
+            "uniform",
+            "--vertices",
+            "1000",
+            "--edges",
+            "300000",
+            "--text",
+        ],
+    ] {
+        let a = d.path().join("a");
+        let b = d.path().join("b");
+        let mut args1 = vec!["generate"];
+        args1.extend_from_slice(kind);
+        let mut args2 = args1.clone();
+        args1.extend_from_slice(&["-o", s(&a), "--threads", "1", "--seed", "5"]);
+        args2.extend_from_slice(&["-o", s(&b), "--threads", "2", "--seed", "5"]);
+        assert!(run(&args1).status.success());
+        assert!(run(&args2).status.success());
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            std::fs::read(&b).unwrap(),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn the_built_in_example_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&["example", "--dir", s(d.path()), "--scale", "12"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("vertices     4096"), "{text}");
+    assert!(text.contains("checksums    all"), "{text}");
+}
+
+/// ../shared/graphs relative to the workspace root; None (with a message) when absent.
+fn shared_graphs() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/graphs");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} is absent", p.display());
+        None
+    }
+}
+
+#[test]
+fn real_graphs_ingest_with_their_published_counts() {
+    let Some(g) = shared_graphs() else { return };
+    // file, extra flags, vertices, stored edges, self-loops (README of shared/graphs).
+    let table: &[(&str, &[&str], u64, u64, u64)] = &[
+        ("USA-road-d.NY.gr.gz", &[], 264_346, 733_846, 0),
+        // Symmetric Matrix Market: both directions of each undirected edge.
+        ("road-luxembourg-osm.mtx.gz", &[], 114_599, 2 * 119_666, 0),
+        ("road-usroads.mtx.gz", &[], 129_164, 2 * 165_435, 0),
+        ("soc-Slashdot0902.txt.gz", &[], 82_168, 948_464, 78_303),
+        ("uk-2007-05-100000.txt.gz", &[], 100_000, 3_050_615, 15_670),
+        // 1-based, stored once: remap to 81,306 vertices, both directions, loops once.
+        (
+            "ego-twitter-undirected.txt.gz",
+            &["--remap", "--undirected"],
+            81_306,
+            2 * 1_342_310 - 14,
+            14,
+        ),
+        ("email-Enron.txt.gz", &[], 36_692, 367_662, 0),
+        ("wiki-Vote.txt.gz", &["--remap"], 7_115, 103_689, 0),
+        ("facebook_combined.txt.gz", &[], 4_039, 88_234, 0),
+    ];
+    let d = tempfile::tempdir().unwrap();
+    for (file, flags, n, m, loops) in table {
+        let out = d.path().join(file);
+        let input = g.join(file);
+        let mut args = vec!["ingest", s(&input), "-o", s(&out)];
+        args.extend_from_slice(flags);
+        let o = run(&args);
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        let o = run(&["info", s(&out), "--json"]);
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["vertices"], *n, "{file}");
+        assert_eq!(j["edges"], *m, "{file}");
+        assert_eq!(j["self_loops"], *loops, "{file}");
+        assert_eq!(j["checksums_ok"], true, "{file}");
+    }
+}
