@@ -267,9 +267,9 @@ fn cmd_ingest(a: IngestArgs) -> Result<()> {
     };
     let obs = progress::IngestBars::new();
     let r = outcore_store::ingest(&a.inputs, &a.out, &opts, &obs)?;
-    obs.finish();
+    let phases = obs.finish();
     eprintln!(
-        "ingested {} edges ({} input), {} vertices, P={} into {} in {:.2} s: {:.1} M edges/s, read {}, wrote {} ({} store), {} sort runs, peak memory {}",
+        "ingested {} edges ({} input), {} vertices, P={} into {} in {:.2} s ({phases}): {:.1} M edges/s, read {}, wrote {} ({} store), {} sort runs, peak memory {}",
         r.edges,
         r.input_edges,
         r.vertices,

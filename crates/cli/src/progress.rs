@@ -3,6 +3,7 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use outcore_store::IngestObserver;
 use std::sync::Mutex;
+use std::time::Instant;
 
 pub fn counter(label: &str, total: u64, unit: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
@@ -31,18 +32,31 @@ fn bytes_bar(label: &str, total: u64) -> ProgressBar {
 /// One bar per ingest phase: parse (input bytes and edges), then sort/grid (edges).
 pub struct IngestBars {
     bar: Mutex<Option<(String, ProgressBar)>>,
+    phases: Mutex<Vec<(String, Instant)>>,
 }
 
 impl IngestBars {
     pub fn new() -> IngestBars {
         IngestBars {
             bar: Mutex::new(None),
+            phases: Mutex::new(Vec::new()),
         }
     }
-    pub fn finish(&self) {
+    /// Ends the bars; returns "phase 1.23s, ..." for the summary line.
+    pub fn finish(&self) -> String {
         if let Some((_, b)) = self.bar.lock().unwrap().take() {
             b.finish_and_clear();
         }
+        let p = self.phases.lock().unwrap();
+        let end = Instant::now();
+        p.iter()
+            .enumerate()
+            .map(|(k, (name, t))| {
+                let next = p.get(k + 1).map_or(end, |x| x.1);
+                format!("{name} {:.2}s", (next - *t).as_secs_f64())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -52,6 +66,10 @@ impl IngestObserver for IngestBars {
         if let Some((_, b)) = g.take() {
             b.finish_and_clear();
         }
+        self.phases
+            .lock()
+            .unwrap()
+            .push((name.to_string(), Instant::now()));
         let b = if name == "parse" {
             bytes_bar(name, total)
         } else {

@@ -646,6 +646,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     c.obs.phase("sort", m_upper);
     let sort_runs = sorter.runs();
     let mut sorted = sorter.finish()?;
+    c.obs.phase("csr", m_upper);
     let mut csr = CsrWriter::new(store, "out", R::WEIGHTED, &c.stats)?;
     let mut block_edges = vec![0u64; pp * pp];
     let mut block_sources = vec![0u64; pp * pp];
