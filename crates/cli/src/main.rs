@@ -138,6 +138,9 @@ struct IngestArgs {
     /// Grid partitions P (P x P blocks); default chosen from the vertex count and budget.
     #[arg(long)]
     partitions: Option<u32>,
+    /// Declare the vertex count (e.g. 2^scale for Graph500); ids must be below it.
+    #[arg(long, conflicts_with = "remap")]
+    vertices: Option<u64>,
     /// Also write the in-edge CSR.
     #[arg(long)]
     in_edges: bool,
@@ -263,6 +266,7 @@ fn cmd_ingest(a: IngestArgs) -> Result<()> {
         in_edges: a.in_edges,
         force: a.force,
         tmp_dir: a.tmp_dir,
+        vertices: a.vertices,
         ..IngestOptions::default()
     };
     let obs = progress::IngestBars::new();
@@ -415,6 +419,7 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
         drop_self_loops: true,
         memory: 256 << 20,
         partitions: None,
+        vertices: Some(1 << a.scale),
         in_edges: false,
         force: true,
         tmp_dir: None,

@@ -477,7 +477,7 @@ fn the_built_in_example_runs() {
     let o = run(&["example", "--dir", s(d.path()), "--scale", "12"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("vertices     4096"), "{text}");
+    assert!(text.contains("vertices     4096"), "{text}"); // 2^12, declared by the example
     assert!(text.contains("checksums    all"), "{text}");
 }
 
@@ -531,4 +531,45 @@ fn real_graphs_ingest_with_their_published_counts() {
         assert_eq!(j["self_loops"], *loops, "{file}");
         assert_eq!(j["checksums_ok"], true, "{file}");
     }
+}
+
+#[test]
+fn declared_vertices_add_isolated_vertices_and_bound_ids() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("g.txt");
+    std::fs::write(&input, b"0 1\n1 2\n").unwrap();
+    let out = d.path().join("s");
+    let o = run(&["ingest", s(&input), "-o", s(&out), "--vertices", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_slice(&run(&["info", s(&out), "--json"]).stdout).unwrap();
+    assert_eq!(j["vertices"], 10);
+    assert_eq!(j["out_degree"]["zero"], 8);
+    let o = run(&[
+        "ingest",
+        s(&input),
+        "-o",
+        s(&out),
+        "--force",
+        "--vertices",
+        "3",
+        "--remap",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--vertices conflicts with --remap"
+    );
+    ingest_fails(
+        "g.txt",
+        b"0 1\n1 5\n",
+        &["--vertices", "5"],
+        &["g.txt:2: vertex id 5 is too large", "must be below 5"],
+    );
+    ingest_fails(
+        "g.gr",
+        b"p sp 9 1\na 1 7 1\n",
+        &["--vertices", "6"],
+        &["g.gr:2: vertex id 7 is too large", "must be below 6"],
+    );
 }

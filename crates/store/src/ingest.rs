@@ -62,6 +62,9 @@ pub struct IngestOptions {
     /// Caps the sort buffer at this many records (default: from `memory`). Lets tests
     /// drive small inputs through the spill-and-merge path.
     pub sort_buffer_records: Option<usize>,
+    /// Declared vertex count (ids are `< vertices` after the base); for inputs
+    /// without a header, e.g. Graph500's n = 2^scale when the top ids have no edges.
+    pub vertices: Option<u64>,
     /// Most vertices accepted (default [`MAX_VERTICES`]); lets tests reach the
     /// too-many-vertices error without 4 billion ids.
     pub max_vertices: u64,
@@ -82,6 +85,7 @@ impl Default for IngestOptions {
             force: false,
             tmp_dir: None,
             sort_buffer_records: None,
+            vertices: None,
             max_vertices: MAX_VERTICES,
         }
     }
@@ -255,6 +259,17 @@ pub fn ingest(
             )));
         }
     }
+    if let Some(v) = opts.vertices {
+        if opts.remap {
+            return Err(StoreError::Invalid("--vertices cannot be combined with --remap (remapped stores have one vertex per distinct id)".into()));
+        }
+        if v > opts.max_vertices {
+            return Err(StoreError::Invalid(format!(
+                "--vertices {v}: at most {} are supported",
+                opts.max_vertices
+            )));
+        }
+    }
     let state = check_output(out, opts.force)?;
     let probes: Vec<Probe> = inputs
         .iter()
@@ -382,8 +397,12 @@ fn parse_all<R: Record>(
     let mut done_before = 0u64;
     let input_edges = std::cell::Cell::new(0u64);
     if !c.opts.remap {
-        let limit = (u32::MAX as u64 - 1) + c.base;
+        let mut limit = (u32::MAX as u64 - 1) + c.base;
         let mut n = 0u64;
+        if let Some(v) = c.opts.vertices {
+            limit = limit.min((v + c.base).saturating_sub(1));
+            n = v;
+        }
         for (path, p) in c.inputs.iter().zip(c.probes) {
             let base = c.base;
             let s = parse_input(

@@ -723,7 +723,7 @@ pub fn parse_input(
         if lim < id_max {
             id_max = lim;
             reason = format!(
-                "is too large: without --remap ids are used as given and must be below {} (4294967295 is reserved); pass --remap to renumber",
+                "is too large: ids are used as given and must be below {} (the declared --vertices, or 4294967295, which is reserved; --remap renumbers arbitrary ids)",
                 lim + 1 - probe.one_based as u64
             );
         }
