@@ -18,6 +18,15 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Hidden entries (an ingest's build directories) left in `dir`.
+fn leftovers(dir: &Path) -> Vec<std::fs::DirEntry> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect()
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -39,11 +48,7 @@ fn ingest_fails(name: &str, content: &[u8], extra: &[&str], needles: &[&str]) {
     }
     assert!(!err.contains("panicked"), "{err}");
     assert!(!out.exists(), "a failed ingest left a store");
-    let leftovers: Vec<_> = std::fs::read_dir(d.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
-        .collect();
+    let leftovers = leftovers(d.path());
     assert!(
         leftovers.is_empty(),
         "temporary directories left: {leftovers:?}"
@@ -301,11 +306,7 @@ fn a_full_disk_fails_cleanly() {
         assert!(err.contains("No space left on device"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
         assert!(!out.exists());
-        let left: Vec<_> = std::fs::read_dir(d.path())
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
-            .collect();
+        let left = leftovers(d.path());
         assert!(
             left.is_empty(),
             "leftovers after disk full at {limit}: {left:?}"

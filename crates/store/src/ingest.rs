@@ -390,7 +390,7 @@ fn push_edge<R: Record>(
 fn parse_all<R: Record>(
     c: &Ctx,
     sorter: &mut ExternalSorter<R>,
-    sort_mem: &mut u64,
+    sort_mem: u64,
 ) -> Result<(u64, u64, Option<Vec<u64>>)> {
     let total: u64 = c.probes.iter().map(|p| p.file_bytes).sum();
     c.obs.phase("parse", total);
@@ -484,7 +484,8 @@ fn parse_all<R: Record>(
     if ids.len() as u64 > max_v {
         return Err(too_many(ids.len()));
     }
-    *sort_mem = sort_mem.saturating_sub(ids.len() as u64 * 8).max(16 << 20);
+    // The id set stays in memory while sorting: take it from the sort buffer.
+    sorter.limit_memory(sort_mem.saturating_sub(ids.len() as u64 * 8).max(16 << 20));
     let input_edges = input_edges.get();
     c.obs.phase("remap", input_edges);
     let file = InFile::open(&raw_path, ReadMode::Buffered, c.stats.clone())?;
@@ -639,7 +640,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     let opts = c.opts;
     let budget = opts.memory;
     let store = &c.work.build;
-    let mut sort_mem = if opts.in_edges {
+    let sort_mem = if opts.in_edges {
         budget * 3 / 10
     } else {
         budget / 2
@@ -648,7 +649,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     if let Some(cap) = opts.sort_buffer_records {
         sorter.set_capacity(cap);
     }
-    let (n, input_edges, idmap) = parse_all(c, &mut sorter, &mut sort_mem)?;
+    let (n, input_edges, idmap) = parse_all(c, &mut sorter, sort_mem)?;
     if n > MAX_VERTICES {
         return Err(StoreError::Invalid(format!(
             "{n} vertices: more than {MAX_VERTICES} are not supported"

@@ -124,6 +124,14 @@ impl<R: Record> ExternalSorter<R> {
         self.capacity = records.max(1);
     }
 
+    /// Lowers the buffer to at most `memory` bytes (never raises it): for memory
+    /// taken by something else before records arrive.
+    pub fn limit_memory(&mut self, memory: u64) {
+        let cap = ((memory as usize) / std::mem::size_of::<R>()).max(1024);
+        self.capacity = self.capacity.min(cap);
+        self.merge_memory = self.merge_memory.min(memory as usize);
+    }
+
     pub fn len(&self) -> u64 {
         self.total
     }
