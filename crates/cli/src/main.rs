@@ -5,6 +5,7 @@
 //! (indicatif), closing summary lines, and error messages with a non-zero exit.
 
 mod progress;
+mod run;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -34,7 +35,9 @@ enum Cmd {
     Ingest(IngestArgs),
     /// Describe a store and verify its checksums.
     Info(InfoArgs),
-    /// Run the built-in example end to end: generate, ingest, info.
+    /// Run an algorithm on a store with the edge-streaming engine (CLIP).
+    Run(run::RunArgs),
+    /// Run the built-in example end to end: generate, ingest, info, then algorithms.
     Example(ExampleArgs),
 }
 
@@ -203,6 +206,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Generate(a) => cmd_generate(a.kind),
         Cmd::Ingest(a) => cmd_ingest(a),
         Cmd::Info(a) => cmd_info(&a.store, a.json, !a.no_verify),
+        Cmd::Run(a) => run::cmd_run(a),
         Cmd::Example(a) => cmd_example(a),
     }
 }

@@ -37,6 +37,8 @@ pub enum FileKind {
     CsrWeights = 5,
     Degrees = 6,
     IdMap = 7,
+    /// A derived edge list in a user-defined order (the streaming engine's `sort`).
+    SortedEdges = 8,
 }
 
 impl FileKind {
@@ -50,11 +52,12 @@ impl FileKind {
             5 => CsrWeights,
             6 => Degrees,
             7 => IdMap,
+            8 => SortedEdges,
             _ => return None,
         })
     }
     pub fn from_name(name: &str) -> Option<FileKind> {
-        (1..=7)
+        (1..=8)
             .filter_map(FileKind::from_u32)
             .find(|k| k.name() == name)
     }
@@ -68,6 +71,7 @@ impl FileKind {
             CsrWeights => "csr-weights",
             Degrees => "degrees",
             IdMap => "idmap",
+            SortedEdges => "sorted-edges",
         }
     }
 }

@@ -26,4 +26,4 @@ pub use error::{Result, StoreError};
 pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};
 pub use manifest::Manifest;
 pub use parse::Format;
-pub use reader::{Block, BlockEntry, CsrReader, GridReader, IdMap, Store};
+pub use reader::{Block, BlockEntry, CsrReader, GridReader, IdMap, RawBlock, Store};

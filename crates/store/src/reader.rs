@@ -71,6 +71,62 @@ impl Block {
     }
 }
 
+/// A grid block in one reusable buffer (no copies): the raw sources, offsets,
+/// targets and weights sections exactly as stored. The streaming engine keeps a
+/// ring of these.
+#[derive(Debug, Default)]
+pub struct RawBlock {
+    pub row: u32,
+    pub col: u32,
+    raw: Vec<u32>,
+    s: usize,
+    e: usize,
+    weighted: bool,
+}
+
+impl RawBlock {
+    pub fn num_sources(&self) -> usize {
+        self.s
+    }
+    pub fn num_edges(&self) -> usize {
+        self.e
+    }
+    /// The distinct sources, ascending.
+    pub fn srcs(&self) -> &[u32] {
+        &self.raw[..self.s]
+    }
+    /// `offs()[k]..offs()[k + 1]` is source `k`'s run in [`RawBlock::dsts`]
+    /// (`[0]` for an empty block).
+    pub fn offs(&self) -> &[u32] {
+        if self.e == 0 {
+            &[0]
+        } else {
+            &self.raw[self.s..2 * self.s + 1]
+        }
+    }
+    pub fn dsts(&self) -> &[u32] {
+        if self.e == 0 {
+            &[]
+        } else {
+            &self.raw[2 * self.s + 1..2 * self.s + 1 + self.e]
+        }
+    }
+    /// The weights, when read with them.
+    pub fn weights(&self) -> Option<&[f32]> {
+        if !self.weighted {
+            None
+        } else if self.e == 0 {
+            Some(&[])
+        } else {
+            Some(bytemuck::cast_slice(&self.raw[2 * self.s + 1 + self.e..]))
+        }
+    }
+    /// Bytes of buffer held.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.raw.capacity() as u64 * 4
+    }
+}
+
 /// An open store.
 pub struct Store {
     dir: PathBuf,
@@ -367,6 +423,61 @@ impl GridReader {
             return Err(self.damaged(row, col, "inconsistent source index"));
         }
         Ok(b)
+    }
+
+    /// Bytes [`GridReader::read_block_into`] reads for block (`row`, `col`).
+    pub fn block_read_bytes(&self, row: u32, col: u32, with_weights: bool) -> u64 {
+        let e = self.entry(row, col);
+        e.topology_bytes()
+            + if self.weighted && with_weights {
+                4 * e.edges
+            } else {
+                0
+            }
+    }
+
+    /// Reads a whole block into `buf` (reusing its memory), checking checksums and
+    /// structure like [`GridReader::read_block`].
+    pub fn read_block_into(
+        &self,
+        row: u32,
+        col: u32,
+        with_weights: bool,
+        buf: &mut RawBlock,
+    ) -> Result<()> {
+        let e = *self.entry(row, col);
+        let want_w = self.weighted && with_weights;
+        buf.row = row;
+        buf.col = col;
+        buf.weighted = want_w;
+        buf.s = e.sources as usize;
+        buf.e = e.edges as usize;
+        buf.raw.clear();
+        if e.edges == 0 {
+            buf.s = 0;
+            return Ok(());
+        }
+        let len = self.block_read_bytes(row, col, with_weights);
+        buf.raw.resize((len / 4) as usize, 0);
+        self.data
+            .read_payload(e.offset, bytemuck::cast_slice_mut(&mut buf.raw))?;
+        let bytes: &[u8] = bytemuck::cast_slice(&buf.raw);
+        let topo = e.topology_bytes() as usize;
+        if crc32fast::hash(&bytes[..topo]) != e.crc_topology {
+            return Err(self.damaged(row, col, "checksum mismatch: the block is damaged"));
+        }
+        if want_w && crc32fast::hash(&bytes[topo..]) != e.crc_weights {
+            return Err(self.damaged(row, col, "weights checksum mismatch: the block is damaged"));
+        }
+        let (srcs, offs) = (buf.srcs(), buf.offs());
+        if offs[0] != 0
+            || offs[buf.s] as usize != buf.e
+            || offs.windows(2).any(|w| w[0] >= w[1])
+            || srcs.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(self.damaged(row, col, "inconsistent source index"));
+        }
+        Ok(())
     }
 
     /// The blocks of grid row `row` (sources in interval `row`), in column order.

@@ -4,4 +4,5 @@
 //! Kronecker, 2-D lattice, Erdős–Rényi, path) as binary or text edge lists.
 
 pub mod gen;
+pub mod reference;
 pub mod rng;

@@ -1,0 +1,342 @@
+//! Independent checks of results (`outcore run --verify`).
+//!
+//! The checks read the graph with their own sequential scan of the grid (no
+//! engine, no re-entry, no threads) and test properties rather than replaying the
+//! algorithm:
+//! * BFS and SSSP — the Graph500 validation rules: the root is at 0 and its own
+//!   parent; every reached vertex's parent is reached, one level (or exactly the
+//!   edge weight) closer, and joined to it by an edge of the graph; the parent
+//!   pointers form a tree (no cycles); every edge from a reached vertex leads to a
+//!   reached vertex at most one level deeper (at most the weight further), so
+//!   the tree spans the root's component.
+//! * WCC — an independent in-memory union-find: each label must be the smallest
+//!   id of the vertex's component (so every edge joins equal labels).
+//! * MIS — no edge joins two members (independent); every non-member has a
+//!   member neighbour (maximal). Self-loops are ignored.
+//! * PageRank — a serial recomputation of the same iterations (relative 1e-9);
+//!   delta PageRank — one more serial iteration changes it by less than the
+//!   tolerance (L1). SpMV — a serial recomputation.
+
+use crate::{Algo, AlgoError, Output, Params, Result};
+use outcore_store::{RawBlock, Store};
+
+fn fail(msg: String) -> AlgoError {
+    AlgoError::Verify(msg)
+}
+
+/// Every edge of the store in row-major block order, read with CRC checks.
+pub fn for_each_edge(store: &Store, weights: bool, mut f: impl FnMut(u32, u32, f32)) -> Result<()> {
+    let g = store.grid()?;
+    let p = g.partitions();
+    let mut b = RawBlock::default();
+    for r in 0..p {
+        for c in 0..p {
+            g.read_block_into(r, c, weights, &mut b)?;
+            let (srcs, offs, dsts, ws) = (b.srcs(), b.offs(), b.dsts(), b.weights());
+            for (k, &u) in srcs.iter().enumerate() {
+                for x in offs[k] as usize..offs[k + 1] as usize {
+                    f(u, dsts[x], ws.map_or(1.0, |w| w[x]));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks `out` for `algo`; returns a line saying what was checked.
+pub fn verify(store: &Store, algo: Algo, p: &Params, out: &Output) -> Result<String> {
+    let ids = store.id_map()?;
+    let name = |v: u32| ids.to_user(v);
+    match (algo, out) {
+        (Algo::Bfs, Output::Bfs(a)) => {
+            let t: Vec<Option<(f64, u32)>> = a
+                .iter()
+                .map(|&x| crate::bfs_entry(x).map(|(d, q)| (d as f64, q)))
+                .collect();
+            tree(store, p.root, &t, false, &name)
+        }
+        (Algo::Sssp, Output::Sssp(a)) => {
+            let t: Vec<Option<(f64, u32)>> = a
+                .iter()
+                .map(|&x| crate::sssp_entry(x).map(|(d, q)| (d as f64, q)))
+                .collect();
+            tree(store, p.root, &t, true, &name)
+        }
+        (Algo::Wcc | Algo::WccLp, Output::Labels(l)) => wcc(store, l, &name),
+        (Algo::Mis | Algo::MisLuby, Output::Flags(f)) => mis(store, f, &name),
+        (Algo::PageRank, Output::Values(x)) => {
+            let want = serial_pagerank(store, p.damping, p.iterations.unwrap_or(10), None)?;
+            close(x, &want, 1e-9, &name, "PageRank")
+        }
+        (Algo::PageRankDelta, Output::Values(x)) => {
+            let next = serial_pagerank(store, p.damping, 1, Some(x))?;
+            let change: f64 = next.iter().zip(x.iter()).map(|(a, b)| (a - b).abs()).sum();
+            if change < p.tolerance {
+                Ok(format!(
+                    "one more serial PageRank iteration changes the ranks by {change:.3e} (L1) < tolerance {:e}",
+                    p.tolerance
+                ))
+            } else {
+                Err(fail(format!(
+                    "one more serial PageRank iteration changes the ranks by {change:.3e} (L1), not below the tolerance {:e}",
+                    p.tolerance
+                )))
+            }
+        }
+        (Algo::Spmv, Output::Values(x)) => {
+            let n = store.vertices() as usize;
+            let mut v = vec![1.0f64; n];
+            for _ in 0..p.iterations.unwrap_or(1) {
+                let mut y = vec![0.0f64; n];
+                for_each_edge(store, true, |a, b, w| {
+                    y[b as usize] += w as f64 * v[a as usize]
+                })?;
+                v = y;
+            }
+            close(x, &v, 1e-9, &name, "SpMV")
+        }
+        _ => Err(fail(format!(
+            "no check for {} with this output",
+            algo.name()
+        ))),
+    }
+}
+
+fn close(
+    got: &[f64],
+    want: &[f64],
+    rel: f64,
+    name: &dyn Fn(u32) -> u64,
+    what: &str,
+) -> Result<String> {
+    let mut worst = 0f64;
+    for (v, (a, b)) in got.iter().zip(want).enumerate() {
+        let err = (a - b).abs() / b.abs().max(1e-300);
+        if (err > rel || err.is_nan()) && (a - b).abs() > 1e-300 {
+            return Err(fail(format!(
+                "{what} of vertex {} is {a:e}, a serial recomputation gives {b:e}",
+                name(v as u32)
+            )));
+        }
+        worst = worst.max(err);
+    }
+    Ok(format!(
+        "{what} matches a serial recomputation (largest relative difference {worst:.2e})"
+    ))
+}
+
+/// Serial PageRank (LDBC); `from` replaces the uniform start.
+pub fn serial_pagerank(
+    store: &Store,
+    d: f64,
+    iters: u64,
+    from: Option<&[f64]>,
+) -> Result<Vec<f64>> {
+    let n = store.vertices() as usize;
+    let mut deg = vec![0u64; n];
+    for_each_edge(store, false, |u, _, _| deg[u as usize] += 1)?;
+    let mut pr = from.map_or_else(|| vec![1.0 / n as f64; n], |x| x.to_vec());
+    for _ in 0..iters {
+        let dangling: f64 = (0..n).filter(|&v| deg[v] == 0).map(|v| pr[v]).sum();
+        let mut s = vec![0.0f64; n];
+        for_each_edge(store, false, |u, v, _| {
+            s[v as usize] += pr[u as usize] / deg[u as usize] as f64
+        })?;
+        let base = (1.0 - d) / n as f64 + d * dangling / n as f64;
+        for x in s.iter_mut() {
+            *x = base + d * *x;
+        }
+        pr = s;
+    }
+    Ok(pr)
+}
+
+/// Graph500 rules for a BFS (`weighted == false`, levels) or SSSP tree.
+fn tree(
+    store: &Store,
+    root: u32,
+    t: &[Option<(f64, u32)>],
+    weighted: bool,
+    name: &dyn Fn(u32) -> u64,
+) -> Result<String> {
+    let n = t.len();
+    match t.get(root as usize).copied().flatten() {
+        Some((d, q)) if d == 0.0 && q == root => {}
+        _ => {
+            return Err(fail(format!(
+                "the root {} is not at distance 0 with itself as parent",
+                name(root)
+            )))
+        }
+    }
+    let mut parent_edge = vec![false; n];
+    parent_edge[root as usize] = true;
+    let mut bad: Option<String> = None;
+    for_each_edge(store, weighted, |u, v, w| {
+        if bad.is_some() {
+            return;
+        }
+        let Some((du, _)) = t[u as usize] else { return };
+        let step = if weighted {
+            (du as f32 + w) as f64
+        } else {
+            du + 1.0
+        };
+        match t[v as usize] {
+            None => {
+                bad = Some(format!(
+                    "edge ({}, {}) leaves the tree: {} is reached but {} is not",
+                    name(u),
+                    name(v),
+                    name(u),
+                    name(v)
+                ))
+            }
+            Some((dv, q)) => {
+                if dv > step {
+                    bad = Some(format!(
+                        "edge ({}, {}) breaks the {} rule: {} at {dv} but {} at {du} plus {}",
+                        name(u),
+                        name(v),
+                        if weighted { "triangle" } else { "level" },
+                        name(v),
+                        name(u),
+                        if weighted { w as f64 } else { 1.0 }
+                    ));
+                }
+                if q == u && v != root && dv == step {
+                    parent_edge[v as usize] = true;
+                }
+            }
+        }
+    })?;
+    if let Some(b) = bad {
+        return Err(fail(b));
+    }
+    let mut reached = 0u64;
+    for v in 0..n {
+        let Some((dv, q)) = t[v] else { continue };
+        reached += 1;
+        if t.get(q as usize).copied().flatten().is_none() {
+            return Err(fail(format!(
+                "the parent {} of {} is not reached",
+                name(q),
+                name(v as u32)
+            )));
+        }
+        if !parent_edge[v] {
+            return Err(fail(format!(
+                "vertex {} (at {dv}) has parent {}, but no edge ({}, {}) closes the gap exactly",
+                name(v as u32),
+                name(q),
+                name(q),
+                name(v as u32)
+            )));
+        }
+    }
+    // No cycles: follow parents with a three-colour walk.
+    let mut state = vec![0u8; n]; // 0 unvisited, 1 on the current path, 2 done
+    for s in 0..n {
+        if t[s].is_none() || state[s] != 0 {
+            continue;
+        }
+        let mut path = Vec::new();
+        let mut x = s;
+        while state[x] == 0 {
+            state[x] = 1;
+            path.push(x);
+            if x == root as usize {
+                break;
+            }
+            x = t[x].unwrap().1 as usize;
+            if state[x] == 1 {
+                return Err(fail(format!(
+                    "the parent pointers through {} form a cycle",
+                    name(x as u32)
+                )));
+            }
+        }
+        for y in path {
+            state[y] = 2;
+        }
+    }
+    Ok(format!(
+        "Graph500 rules hold: {reached} vertices reached, a tree rooted at {}, every edge within one {} and every parent edge present",
+        name(root),
+        if weighted { "weight" } else { "level" }
+    ))
+}
+
+fn wcc(store: &Store, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
+    let n = labels.len();
+    let mut pa: Vec<u32> = (0..n as u32).collect();
+    fn find(pa: &mut [u32], mut x: u32) -> u32 {
+        while pa[x as usize] != x {
+            let g = pa[pa[x as usize] as usize];
+            pa[x as usize] = g;
+            x = g;
+        }
+        x
+    }
+    for_each_edge(store, false, |u, v, _| {
+        let (a, b) = (find(&mut pa, u), find(&mut pa, v));
+        if a != b {
+            let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+            pa[hi as usize] = lo;
+        }
+    })?;
+    let mut components = 0;
+    for v in 0..n as u32 {
+        let m = find(&mut pa, v); // the smallest id of v's component
+        if m == v {
+            components += 1;
+        }
+        if labels[v as usize] != m {
+            return Err(fail(format!(
+                "vertex {} is labelled {}, but the smallest id of its component is {}",
+                name(v),
+                name(labels[v as usize].min(n as u32 - 1)),
+                name(m)
+            )));
+        }
+    }
+    Ok(format!(
+        "labels match an independent union-find: {components} components, each labelled with its smallest id"
+    ))
+}
+
+fn mis(store: &Store, f: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
+    let n = f.len();
+    let mut covered: Vec<bool> = f.iter().map(|&x| x == 1).collect();
+    let mut bad = None;
+    for_each_edge(store, false, |u, v, _| {
+        if u == v || bad.is_some() {
+            return;
+        }
+        let (iu, iv) = (f[u as usize] == 1, f[v as usize] == 1);
+        if iu && iv {
+            bad = Some(format!(
+                "edge ({}, {}) joins two members of the set",
+                name(u),
+                name(v)
+            ));
+        }
+        if iu {
+            covered[v as usize] = true;
+        }
+        if iv {
+            covered[u as usize] = true;
+        }
+    })?;
+    if let Some(b) = bad {
+        return Err(fail(b));
+    }
+    if let Some(v) = (0..n).find(|&v| !covered[v]) {
+        return Err(fail(format!(
+            "vertex {} is outside the set and has no neighbour in it: the set is not maximal",
+            name(v as u32)
+        )));
+    }
+    let size = f.iter().filter(|&&x| x == 1).count();
+    Ok(format!("independent and maximal ({size} members)"))
+}

@@ -1,0 +1,14 @@
+//! # outcore-engine — the single-machine engines
+//!
+//! [`stream`] is the edge-streaming engine of CLIP (ATC'17): grid blocks stream
+//! from disk through a loader thread into a bounded ring of buffers; every loaded
+//! block is re-entered up to MRT times while it changes something (§3.1); edge
+//! functions may read and write any vertex (§3.2) through vertex arrays held in
+//! memory or mmap'd (§3.3); blocks whose sources are all inactive are never read
+//! (§4.3). Later engines (shared jobs, vertex-centric, external) live beside it.
+
+pub mod error;
+pub mod stream;
+
+pub use error::{EngineError, Result};
+pub use stream::{BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine, StreamStats};

@@ -1,0 +1,826 @@
+//! The CLIP edge-streaming engine (ATC'17 §3–§4).
+//!
+//! # Design
+//! * **Workflow (§4.1).** [`StreamEngine::exec`] runs one iteration: the grid's
+//!   blocks are visited in a [`BlockOrder`] — row-major `(0,0),(0,1),…,(1,0)`, the
+//!   order CLIP uses for union-find locality (§4.4), or column-major. A loader
+//!   thread reads the blocks into a bounded ring of reusable buffers
+//!   ([`RawBlock`]) while the caller's thread (or a rayon pool) processes the
+//!   block before, so I/O overlaps compute (§4.3).
+//! * **Selective scheduling (§4.2, §4.3).** The active set is an atomic bitmap. A
+//!   block whose source interval holds no active vertex is not read at all (block
+//!   skipping); inside a block, an inactive source's whole run is skipped with one
+//!   bit test thanks to the per-source index (edge skipping). Edge functions
+//!   activate vertices for the next iteration with [`Ctx::activate`].
+//! * **Loaded-data re-entry (§3.1).** After the first pass over a block, the
+//!   block's sources activated during that pass are processed again, pass after
+//!   pass, until a pass activates none of the block's sources or MRT passes have
+//!   run. The first pass processes the iteration's active set only (synchronous,
+//!   so `mrt = 1` is exactly GridGraph's one pass per block per iteration);
+//!   re-entry passes are asynchronous — a source activated earlier in the same
+//!   pass is processed in that pass — which lets information cross many hops of
+//!   the loaded sub-graph per pass (measured: BFS on road-luxembourg needs 113
+//!   iterations with MRT 5 against 1035 with MRT 1; 208 if re-entry passes were
+//!   synchronous too) at the price of re-relaxing some edges.
+//! * **Beyond the neighborhood (§3.2, §3.3).** Vertex arrays come from the
+//!   engine's [`StateBudget`]: in memory while the budget lasts, mmap'd from the
+//!   work directory beyond it. Edge functions capture them and may touch any
+//!   vertex.
+//! * **Sort (§4.2).** [`StreamEngine::sort`] writes a derived layout, all edges in
+//!   a user-defined order (an out-of-core external sort), and
+//!   [`StreamEngine::exec_sorted`] streams it once, in order, on one thread — for
+//!   order-dependent one-pass algorithms such as greedy MIS (§5.3.1).
+//!
+//! # Invariants
+//! * `active` is read-only during an iteration (the loader decides block skips
+//!   from it); activations go to `next`, which becomes `active` when the
+//!   iteration ends.
+//! * In [`Mode::Single`] edges are applied in storage order: blocks in the chosen
+//!   order, sources ascending within a block, targets ascending within a source.
+//!   In [`Mode::Multi`] a block's sources are split among the pool's threads and
+//!   edge functions must use atomics.
+//! * Every block is checked against its CRC when read; a damaged block stops the
+//!   run with an error naming the file and block.
+//!
+//! # Memory plan
+//! The budget (`--memory`) pays, in this order: the bitmaps (4 bits per vertex),
+//! the grid index, a fixed 8 MiB allowance for the process, the ring (at least two
+//! slots of the largest block; up to four while they take at most a quarter of
+//! what is left), and then vertex arrays, which are mapped once the rest is gone.
+
+use crate::error::{EngineError, Result};
+use outcore_io::{IoSnapshot, ReadMode};
+use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
+use outcore_store::format::{FileKind, LayoutFile, LayoutWriter};
+use outcore_store::sort::{ExternalSorter, Record};
+use outcore_store::{GridReader, RawBlock, Store};
+use rayon::prelude::*;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{channel, sync_channel};
+use std::time::Instant;
+
+/// The order blocks are streamed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockOrder {
+    /// `(0,0),(0,1),…,(0,P-1),(1,0),…`: one source interval at a time.
+    #[default]
+    RowMajor,
+    /// `(0,0),(1,0),…,(P-1,0),(0,1),…`: one target interval at a time.
+    ColumnMajor,
+}
+
+/// How edge functions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One thread, edges in storage order: for order-dependent algorithms.
+    Single,
+    /// The pool's threads split each block; edge functions use atomics.
+    Multi,
+}
+
+/// Settings of a [`StreamEngine`]; the CLI fills it from its flags.
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    /// Memory budget in bytes for everything the engine holds.
+    pub memory: u64,
+    /// Worker threads for [`Mode::Multi`] and `vmap` (0: one per core).
+    pub threads: usize,
+    /// Maximum re-entry times per loaded block (>= 1).
+    pub mrt: u32,
+    pub order: BlockOrder,
+    /// Where mapped vertex arrays and sort runs go (default: the store directory).
+    pub work_dir: Option<PathBuf>,
+    /// Map every vertex array from the work directory (the external scenario).
+    pub force_mapped: bool,
+    /// Read blocks with O_DIRECT (bypassing the page cache) instead of buffered.
+    pub direct_io: bool,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            memory: 1 << 30,
+            threads: 0,
+            mrt: 5,
+            order: BlockOrder::RowMajor,
+            work_dir: None,
+            force_mapped: false,
+            direct_io: false,
+        }
+    }
+}
+
+/// What a run did; exact counts plus time split between waiting for I/O and
+/// computing.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct StreamStats {
+    pub iterations: u64,
+    pub blocks_read: u64,
+    /// Non-empty blocks not read because their source interval was inactive.
+    pub blocks_skipped: u64,
+    /// Processing passes over loaded blocks (>= blocks_read).
+    pub passes: u64,
+    /// `passes_per_block[k]`: blocks processed `k + 1` times when loaded.
+    pub passes_per_block: Vec<u64>,
+    pub edges_processed: u64,
+    /// Sources whose runs were skipped inside loaded blocks (edge skipping).
+    pub sources_skipped: u64,
+    /// Passes over a derived sorted layout (`exec_sorted`).
+    pub sorted_passes: u64,
+    pub bytes_read: u64,
+    pub read_requests: u64,
+    pub bytes_written: u64,
+    pub write_requests: u64,
+    /// Compute thread waiting for the loader.
+    pub io_wait_seconds: f64,
+    /// Compute thread applying edge functions.
+    pub compute_seconds: f64,
+    /// Loader thread inside reads.
+    pub read_seconds: f64,
+    pub sort_seconds: f64,
+    pub ring_slots: usize,
+    pub ring_slot_bytes: u64,
+    /// Vertex arrays mapped from the work directory rather than held in memory.
+    pub mapped_arrays: usize,
+}
+
+/// Progress callbacks (the CLI draws a bar per iteration).
+pub trait StreamObserver: Sync {
+    /// An iteration starts: `blocks` will be read, `active` vertices are active.
+    fn iteration(&self, _iteration: u64, _blocks: u64, _active: u64) {}
+    /// A block has been processed.
+    fn block_done(&self, _edges: u64) {}
+}
+
+struct NoObserver;
+impl StreamObserver for NoObserver {}
+
+/// The handle edge functions receive: activation and the current block.
+pub struct Ctx<'a> {
+    next: &'a AtomicBitmap,
+    reenter: &'a AtomicBitmap,
+    rows: Range<u32>,
+    changed: AtomicBool,
+}
+
+impl Ctx<'_> {
+    /// Makes `v` active for the next iteration; if `v` is a source of the block
+    /// being processed, the block is re-entered for it (up to MRT passes).
+    #[inline]
+    pub fn activate(&self, v: u32) {
+        self.next.set(v);
+        if self.rows.contains(&v) {
+            self.reenter.set(v);
+            if !self.changed.load(Relaxed) {
+                self.changed.store(true, Relaxed);
+            }
+        }
+    }
+}
+
+/// The CLIP edge-streaming engine over one store.
+pub struct StreamEngine<'s> {
+    store: &'s Store,
+    grid: GridReader,
+    cfg: StreamConfig,
+    n: u32,
+    active: AtomicBitmap,
+    next: AtomicBitmap,
+    reenter: [AtomicBitmap; 2],
+    budget: StateBudget,
+    pool: rayon::ThreadPool,
+    slots: usize,
+    slot_bytes: u64,
+    weights: bool,
+    stats: StreamStats,
+    start_io: IoSnapshot,
+    observer: Box<dyn StreamObserver + 's>,
+}
+
+impl<'s> StreamEngine<'s> {
+    /// Plans memory and opens the grid of `store`.
+    pub fn new(store: &'s Store, cfg: StreamConfig) -> Result<StreamEngine<'s>> {
+        if cfg.mrt == 0 {
+            return Err(EngineError::Invalid("--mrt must be at least 1".into()));
+        }
+        let n = u32::try_from(store.vertices()).map_err(|_| {
+            EngineError::Invalid(format!("{} vertices do not fit u32 ids", store.vertices()))
+        })?;
+        let mode = if cfg.direct_io {
+            ReadMode::Direct
+        } else {
+            ReadMode::Buffered
+        };
+        // Re-open the store's files in the requested mode, sharing its counters.
+        let reopened;
+        let grid = if store_mode_differs(mode) {
+            reopened = Store::open_with(store.dir(), mode, store.stats().clone())?;
+            reopened.grid()?
+        } else {
+            store.grid()?
+        };
+        let work_dir = cfg
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| store.dir().to_path_buf());
+        let p = grid.partitions();
+        let bitmaps = 4 * (n as u64).div_ceil(64) * 8;
+        let fixed = bitmaps + grid.entries().len() as u64 * 32 + (8 << 20);
+        let mut rest = cfg.memory.saturating_sub(fixed);
+        let max_block = (0..p)
+            .flat_map(|r| (0..p).map(move |c| (r, c)))
+            .map(|(r, c)| grid.block_read_bytes(r, c, true))
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        let mut slots = 2usize;
+        while slots < 4 && (slots as u64 + 1) * max_block <= rest / 4 {
+            slots += 1;
+        }
+        rest = rest.saturating_sub(slots as u64 * max_block);
+        let budget = StateBudget::new(rest, work_dir.clone()).force_mapped(cfg.force_mapped);
+        let threads = if cfg.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |x| x.get())
+        } else {
+            cfg.threads
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("outcore-worker-{i}"))
+            .build()
+            .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        let start_io = store.stats().snapshot();
+        Ok(StreamEngine {
+            store,
+            grid,
+            n,
+            active: AtomicBitmap::new(n as usize),
+            next: AtomicBitmap::new(n as usize),
+            reenter: [AtomicBitmap::new(n as usize), AtomicBitmap::new(n as usize)],
+            budget,
+            pool,
+            slots,
+            slot_bytes: max_block,
+            weights: false,
+            stats: StreamStats {
+                ring_slots: slots,
+                ring_slot_bytes: max_block,
+                ..Default::default()
+            },
+            start_io,
+            cfg,
+            observer: Box::new(NoObserver),
+        })
+    }
+
+    /// Receives progress callbacks from now on.
+    pub fn set_observer(&mut self, obs: Box<dyn StreamObserver + 's>) {
+        self.observer = obs;
+    }
+
+    /// Number of vertices (dense ids `0..n`).
+    pub fn vertices(&self) -> u32 {
+        self.n
+    }
+    pub fn store(&self) -> &Store {
+        self.store
+    }
+    pub fn config(&self) -> &StreamConfig {
+        &self.cfg
+    }
+    /// Worker threads of the pool.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+    /// The budget vertex arrays come from.
+    pub fn budget(&self) -> &StateBudget {
+        &self.budget
+    }
+
+    /// Streams weights with the edges from now on (edge functions otherwise get 1.0).
+    pub fn with_weights(&mut self, yes: bool) {
+        self.weights = yes && self.store.weighted();
+    }
+
+    /// A vertex array of `T`, one per vertex, filled with `init`: in memory while
+    /// the budget allows, otherwise mapped from the work directory.
+    ///
+    /// ```no_run
+    /// # fn f(engine: &outcore_engine::StreamEngine) -> outcore_engine::Result<()> {
+    /// let depth = engine.alloc::<u32>("depth", u32::MAX)?;
+    /// assert_eq!(depth.len(), engine.vertices() as usize);
+    /// # Ok(()) }
+    /// ```
+    pub fn alloc<T: bytemuck::Pod + Send + Sync>(
+        &self,
+        name: &str,
+        init: T,
+    ) -> Result<VertexArray<T>> {
+        Ok(self.budget.alloc(name, self.n as usize, init)?)
+    }
+
+    /// Applies `f` to every vertex id, on the pool's threads (CLIP's `VMap`).
+    ///
+    /// ```no_run
+    /// # fn f(engine: &outcore_engine::StreamEngine, a: &outcore_state::VertexArray<u32>) {
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// let at = a.atomic();
+    /// engine.vmap(|v| at[v as usize].store(v, Relaxed)); // label = own id
+    /// # }
+    /// ```
+    pub fn vmap<F: Fn(u32) + Sync + Send>(&self, f: F) {
+        let n = self.n;
+        self.pool.install(|| {
+            (0..n.div_ceil(4096)).into_par_iter().for_each(|c| {
+                for v in c * 4096..((c + 1) * 4096).min(n) {
+                    f(v)
+                }
+            })
+        });
+    }
+
+    /// Makes `v` active for the coming iteration (initialisation).
+    pub fn activate(&self, v: u32) {
+        self.active.set(v);
+    }
+    /// Makes every vertex active for the coming iteration.
+    pub fn activate_all(&self) {
+        self.active.set_all();
+    }
+    /// Vertices active for the coming iteration.
+    pub fn active_count(&self) -> u64 {
+        self.active.count()
+    }
+    /// True while some vertex is active (the iteration loop's condition).
+    pub fn has_active(&self) -> bool {
+        self.active.any()
+    }
+    /// Whether `v` is active for the coming iteration.
+    pub fn is_active(&self, v: u32) -> bool {
+        self.active.get(v)
+    }
+
+    /// The blocks in streaming order.
+    fn order(&self) -> Vec<(u32, u32)> {
+        let p = self.grid.partitions();
+        match self.cfg.order {
+            BlockOrder::RowMajor => (0..p).flat_map(|r| (0..p).map(move |c| (r, c))).collect(),
+            BlockOrder::ColumnMajor => (0..p).flat_map(|c| (0..p).map(move |r| (r, c))).collect(),
+        }
+    }
+
+    /// One iteration (CLIP's `Exec`): applies `f(ctx, u, v, w)` to every edge
+    /// whose source `u` is active, re-entering each loaded block up to MRT times;
+    /// then the vertices activated with [`Ctx::activate`] become the active set.
+    /// Returns the number of vertices active for the next iteration.
+    ///
+    /// ```no_run
+    /// # fn f(engine: &mut outcore_engine::StreamEngine) -> outcore_engine::Result<()> {
+    /// use outcore_engine::Mode;
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// let depth = engine.alloc::<u32>("depth", u32::MAX)?;
+    /// depth.atomic()[0].store(0, Relaxed);
+    /// engine.activate(0);
+    /// while engine.has_active() {
+    ///     let d = depth.atomic();
+    ///     engine.exec(Mode::Multi, |ctx, u, v, _w| {
+    ///         let du = d[u as usize].load(Relaxed) + 1;
+    ///         if d[v as usize].fetch_min(du, Relaxed) > du {
+    ///             ctx.activate(v);
+    ///         }
+    ///     })?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn exec<F>(&mut self, mode: Mode, f: F) -> Result<u64>
+    where
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+    {
+        let order = self.order();
+        let grid = &self.grid;
+        let active = &self.active;
+        let p = grid.partitions();
+        let row_active: Vec<bool> = (0..p)
+            .map(|r| active.any_in(self.store.interval(r)))
+            .collect();
+        let mut todo = Vec::new();
+        for (r, c) in order {
+            if grid.entry(r, c).edges == 0 {
+                continue;
+            }
+            if row_active[r as usize] {
+                todo.push((r, c));
+            } else {
+                self.stats.blocks_skipped += 1;
+            }
+        }
+        self.stats.iterations += 1;
+        self.observer
+            .iteration(self.stats.iterations, todo.len() as u64, active.count());
+        let weights = self.weights;
+        let slots = self.slots;
+        let this = &*self;
+        let mut local = StreamStats::default();
+        let read_ns = AtomicU64::new(0);
+        std::thread::scope(|s| -> Result<()> {
+            let (full_tx, full_rx) = sync_channel::<Result<RawBlock>>(slots);
+            let (free_tx, free_rx) = channel::<RawBlock>();
+            for _ in 0..slots {
+                let _ = free_tx.send(RawBlock::default());
+            }
+            let read_ns = &read_ns;
+            let todo = &todo;
+            s.spawn(move || {
+                for &(r, c) in todo {
+                    let Ok(mut buf) = free_rx.recv() else { return };
+                    let t = Instant::now();
+                    let res = grid.read_block_into(r, c, weights, &mut buf);
+                    read_ns.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                    let failed = res.is_err();
+                    if full_tx.send(res.map(|_| buf).map_err(Into::into)).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            loop {
+                let t = Instant::now();
+                let Ok(msg) = full_rx.recv() else { break };
+                local.io_wait_seconds += t.elapsed().as_secs_f64();
+                let block = msg?;
+                let t = Instant::now();
+                this.process(&block, mode, &f, &mut local);
+                local.compute_seconds += t.elapsed().as_secs_f64();
+                local.blocks_read += 1;
+                this.observer.block_done(block.num_edges() as u64);
+                let _ = free_tx.send(block);
+            }
+            Ok(())
+        })?;
+        local.read_seconds = read_ns.load(Relaxed) as f64 / 1e9;
+        self.merge(local);
+        std::mem::swap(&mut self.active, &mut self.next);
+        self.next.clear_all();
+        Ok(self.active.count())
+    }
+
+    fn merge(&mut self, l: StreamStats) {
+        let s = &mut self.stats;
+        s.blocks_read += l.blocks_read;
+        s.passes += l.passes;
+        if s.passes_per_block.len() < l.passes_per_block.len() {
+            s.passes_per_block.resize(l.passes_per_block.len(), 0);
+        }
+        for (a, b) in s.passes_per_block.iter_mut().zip(&l.passes_per_block) {
+            *a += b;
+        }
+        s.edges_processed += l.edges_processed;
+        s.sources_skipped += l.sources_skipped;
+        s.io_wait_seconds += l.io_wait_seconds;
+        s.compute_seconds += l.compute_seconds;
+        s.read_seconds += l.read_seconds;
+    }
+
+    /// Processes one loaded block: the first pass over its active sources, then
+    /// re-entry passes over the sources it activated, up to MRT passes.
+    fn process<F>(&self, b: &RawBlock, mode: Mode, f: &F, st: &mut StreamStats)
+    where
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+    {
+        let rows = self.store.interval(b.row);
+        let mut filter = &self.active;
+        let mut passes = 0usize;
+        for pass in 0..self.cfg.mrt as usize {
+            let reenter = &self.reenter[pass % 2];
+            reenter.clear_range(rows.clone());
+            let ctx = Ctx {
+                next: &self.next,
+                reenter,
+                rows: rows.clone(),
+                changed: AtomicBool::new(false),
+            };
+            let (edges, skipped) = self.run_pass(b, filter, mode, f, &ctx);
+            st.edges_processed += edges;
+            st.sources_skipped += skipped;
+            passes += 1;
+            if !ctx.changed.load(Relaxed) {
+                break;
+            }
+            filter = reenter;
+        }
+        st.passes += passes as u64;
+        if st.passes_per_block.len() < passes {
+            st.passes_per_block.resize(passes, 0);
+        }
+        st.passes_per_block[passes - 1] += 1;
+    }
+
+    /// One pass over the block's sources set in `filter`; returns (edges applied,
+    /// sources skipped).
+    fn run_pass<F>(
+        &self,
+        b: &RawBlock,
+        filter: &AtomicBitmap,
+        mode: Mode,
+        f: &F,
+        ctx: &Ctx,
+    ) -> (u64, u64)
+    where
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+    {
+        let (srcs, offs, dsts, ws) = (b.srcs(), b.offs(), b.dsts(), b.weights());
+        // Re-entry passes are asynchronous: a source activated earlier in the same
+        // pass is processed in it. The first pass keeps the iteration's snapshot,
+        // so `mrt = 1` is exactly GridGraph's synchronous iteration.
+        let asyn = !std::ptr::eq(filter, &self.active);
+        let run = |ks: Range<usize>| -> (u64, u64) {
+            let (mut edges, mut skipped) = (0u64, 0u64);
+            for k in ks {
+                let u = srcs[k];
+                if !(filter.get(u) || asyn && ctx.reenter.get(u)) {
+                    skipped += 1;
+                    continue;
+                }
+                let (a, z) = (offs[k] as usize, offs[k + 1] as usize);
+                match ws {
+                    Some(w) => {
+                        for x in a..z {
+                            f(ctx, u, dsts[x], w[x]);
+                        }
+                    }
+                    None => {
+                        for &v in &dsts[a..z] {
+                            f(ctx, u, v, 1.0);
+                        }
+                    }
+                }
+                edges += (z - a) as u64;
+            }
+            (edges, skipped)
+        };
+        let s = srcs.len();
+        let threads = self.pool.current_num_threads();
+        if mode == Mode::Single || threads == 1 || b.num_edges() < 4096 {
+            return run(0..s);
+        }
+        // Cut the sources into chunks of about equal edge counts, several per thread.
+        let chunks = (threads * 8).min(s.max(1));
+        let per = (b.num_edges() / chunks).max(1) as u32;
+        let mut cuts = vec![0usize];
+        let mut k = 0usize;
+        for c in 1..chunks as u32 {
+            let target = c * per;
+            k = k.max(offs[k..s].partition_point(|&o| o < target) + k);
+            if k > *cuts.last().unwrap() && k < s {
+                cuts.push(k);
+            }
+        }
+        cuts.push(s);
+        self.pool.install(|| {
+            cuts.par_windows(2)
+                .map(|w| run(w[0]..w[1]))
+                .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        })
+    }
+
+    /// Writes a derived layout holding every edge ordered by `key(u, v, w)`
+    /// (ascending; CLIP's `Sort`, §4.2), with an out-of-core sort in the work
+    /// directory. The layout is deleted when the returned value is dropped.
+    ///
+    /// ```no_run
+    /// # fn f(engine: &mut outcore_engine::StreamEngine) -> outcore_engine::Result<()> {
+    /// // Undirected edges by their larger endpoint, for greedy MIS.
+    /// let sorted = engine.sort("by-max", |u, v, _w| {
+    ///     ((u.max(v) as u64) << 32) | u.min(v) as u64
+    /// })?;
+    /// engine.exec_sorted(&sorted, |u, v, _w| { let _ = (u, v); })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn sort<K>(&mut self, name: &str, key: K) -> Result<SortedEdges>
+    where
+        K: Fn(u32, u32, f32) -> u64 + Sync,
+    {
+        let t = Instant::now();
+        let work = self.budget_work_dir();
+        let dir = tempfile::Builder::new()
+            .prefix(".outcore-sort-")
+            .tempdir_in(&work)
+            .map_err(|e| outcore_io::IoError::new(&work, "create sort directory", e))?;
+        let mem = self.budget.remaining().max(16 << 20) / 2;
+        let stats = self.store.stats().clone();
+        let mut sorter = ExternalSorter::<Keyed>::new(dir.path().to_path_buf(), mem, stats.clone());
+        let p = self.grid.partitions();
+        let mut buf = RawBlock::default();
+        for r in 0..p {
+            for c in 0..p {
+                self.grid.read_block_into(r, c, self.weights, &mut buf)?;
+                let (srcs, offs, dsts, ws) = (buf.srcs(), buf.offs(), buf.dsts(), buf.weights());
+                for (k, &u) in srcs.iter().enumerate() {
+                    for x in offs[k] as usize..offs[k + 1] as usize {
+                        let w = ws.map_or(1.0, |w| w[x]);
+                        let v = dsts[x];
+                        sorter.push(Keyed {
+                            key: key(u, v, w),
+                            u,
+                            v,
+                            w,
+                            pad: 0,
+                        })?;
+                    }
+                }
+            }
+        }
+        let path = dir.path().join(format!("{name}.sorted"));
+        let mut out = LayoutWriter::create(&path, FileKind::SortedEdges, stats.clone())?;
+        let mut sorted = sorter.finish()?;
+        let mut batch = Vec::new();
+        let mut bytes = Vec::new();
+        let mut count = 0u64;
+        let weighted = self.weights;
+        loop {
+            sorted.next_batch(&mut batch, 1 << 16)?;
+            if batch.is_empty() {
+                break;
+            }
+            bytes.clear();
+            for e in &batch {
+                bytes.extend_from_slice(&e.u.to_le_bytes());
+                bytes.extend_from_slice(&e.v.to_le_bytes());
+                if weighted {
+                    bytes.extend_from_slice(&e.w.to_le_bytes());
+                }
+            }
+            out.append(&bytes)?;
+            count += batch.len() as u64;
+        }
+        drop(sorted);
+        let rec = out.finish(count)?;
+        let file = LayoutFile::open(
+            dir.path(),
+            &rec,
+            FileKind::SortedEdges,
+            ReadMode::Buffered,
+            stats,
+        )?;
+        self.stats.sort_seconds += t.elapsed().as_secs_f64();
+        Ok(SortedEdges {
+            file,
+            edges: count,
+            weighted,
+            _dir: dir,
+        })
+    }
+
+    fn budget_work_dir(&self) -> PathBuf {
+        self.cfg
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| self.store.dir().to_path_buf())
+    }
+
+    /// Streams a layout from [`StreamEngine::sort`] once, in its order, on the
+    /// calling thread, through a loader thread and two buffers; checks its CRC.
+    pub fn exec_sorted<F: FnMut(u32, u32, f32)>(
+        &mut self,
+        s: &SortedEdges,
+        mut f: F,
+    ) -> Result<()> {
+        let rec = if s.weighted { 12usize } else { 8 };
+        let chunk_records = (self.slot_bytes as usize / rec).clamp(1 << 12, 1 << 20);
+        let total = s.edges;
+        let file = &s.file;
+        let expect_crc = s.file.header.crc;
+        self.stats.iterations += 1;
+        self.stats.sorted_passes += 1;
+        let mut local = StreamStats::default();
+        let read_ns = AtomicU64::new(0);
+        std::thread::scope(|sc| -> Result<()> {
+            let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>>>(2);
+            let (free_tx, free_rx) = channel::<Vec<u8>>();
+            for _ in 0..2 {
+                let _ = free_tx.send(Vec::new());
+            }
+            let read_ns = &read_ns;
+            sc.spawn(move || {
+                let mut at = 0u64;
+                while at < total {
+                    let Ok(mut buf) = free_rx.recv() else { return };
+                    let n = (total - at).min(chunk_records as u64) as usize;
+                    buf.resize(n * rec, 0);
+                    let t = Instant::now();
+                    let res = file.read_payload(at * rec as u64, &mut buf);
+                    read_ns.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                    at += n as u64;
+                    let failed = res.is_err();
+                    if full_tx.send(res.map(|_| buf).map_err(Into::into)).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            let mut crc = crc32fast::Hasher::new();
+            loop {
+                let t = Instant::now();
+                let Ok(msg) = full_rx.recv() else { break };
+                local.io_wait_seconds += t.elapsed().as_secs_f64();
+                let buf: Vec<u8> = msg?;
+                let t = Instant::now();
+                crc.update(&buf);
+                for r in buf.chunks_exact(rec) {
+                    let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
+                    let v = u32::from_le_bytes(r[4..8].try_into().unwrap());
+                    let w = if rec == 12 {
+                        f32::from_le_bytes(r[8..12].try_into().unwrap())
+                    } else {
+                        1.0
+                    };
+                    f(u, v, w);
+                }
+                local.edges_processed += (buf.len() / rec) as u64;
+                local.compute_seconds += t.elapsed().as_secs_f64();
+                let _ = free_tx.send(buf);
+            }
+            if crc.finalize() != expect_crc {
+                return Err(EngineError::Invalid(format!(
+                    "{}: checksum mismatch while streaming the sorted layout",
+                    s.file.file.path().display()
+                )));
+            }
+            Ok(())
+        })?;
+        local.read_seconds = read_ns.load(Relaxed) as f64 / 1e9;
+        self.merge(local);
+        Ok(())
+    }
+
+    /// Statistics so far, with the store's I/O counters since the engine started.
+    pub fn stats(&self) -> StreamStats {
+        let io = self.store.stats().snapshot().since(&self.start_io);
+        let mut s = self.stats.clone();
+        s.bytes_read = io.bytes_read;
+        s.read_requests = io.read_requests;
+        s.bytes_written = io.bytes_written;
+        s.write_requests = io.write_requests;
+        s.mapped_arrays = self.budget.mapped_count();
+        s
+    }
+}
+
+fn store_mode_differs(mode: ReadMode) -> bool {
+    mode != ReadMode::Buffered
+}
+
+/// A derived layout from [`StreamEngine::sort`]: every edge, in the key's order.
+pub struct SortedEdges {
+    file: LayoutFile,
+    edges: u64,
+    weighted: bool,
+    _dir: tempfile::TempDir,
+}
+
+impl SortedEdges {
+    pub fn edges(&self) -> u64 {
+        self.edges
+    }
+}
+
+/// A sort record: the user's key and the edge.
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Keyed {
+    key: u64,
+    u: u32,
+    v: u32,
+    w: f32,
+    pad: u32,
+}
+
+impl Record for Keyed {
+    const WEIGHTED: bool = true;
+    fn new(u: u32, v: u32, w: f32) -> Self {
+        Keyed {
+            key: 0,
+            u,
+            v,
+            w,
+            pad: 0,
+        }
+    }
+    fn u(&self) -> u32 {
+        self.u
+    }
+    fn v(&self) -> u32 {
+        self.v
+    }
+    fn w(&self) -> f32 {
+        self.w
+    }
+    fn key(&self) -> u64 {
+        self.key
+    }
+    fn tie(&self) -> u32 {
+        // Equal keys: by source, so the order is deterministic.
+        self.u
+    }
+}

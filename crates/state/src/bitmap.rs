@@ -1,0 +1,159 @@
+//! An atomic bitmap over vertex ids (the active set of CLIP §4.3).
+
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// One bit per vertex, settable from many threads.
+pub struct AtomicBitmap {
+    words: Vec<AtomicU64>,
+    len: usize,
+}
+
+impl AtomicBitmap {
+    /// `len` bits, all clear.
+    pub fn new(len: usize) -> AtomicBitmap {
+        AtomicBitmap {
+            words: (0..len.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            len,
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Bytes of memory held.
+    pub fn bytes(&self) -> u64 {
+        self.words.len() as u64 * 8
+    }
+    #[inline]
+    pub fn get(&self, i: u32) -> bool {
+        self.words[(i >> 6) as usize].load(Relaxed) & (1 << (i & 63)) != 0
+    }
+    /// Sets bit `i`; true when it was clear before.
+    #[inline]
+    pub fn set(&self, i: u32) -> bool {
+        let m = 1u64 << (i & 63);
+        self.words[(i >> 6) as usize].fetch_or(m, Relaxed) & m == 0
+    }
+    #[inline]
+    pub fn clear(&self, i: u32) {
+        self.words[(i >> 6) as usize].fetch_and(!(1u64 << (i & 63)), Relaxed);
+    }
+    /// Sets every bit.
+    pub fn set_all(&self) {
+        self.words
+            .par_iter()
+            .for_each(|w| w.store(u64::MAX, Relaxed));
+        self.trim();
+    }
+    fn trim(&self) {
+        if !self.len.is_multiple_of(64) {
+            let last = self.words.last().unwrap();
+            last.fetch_and((1u64 << (self.len % 64)) - 1, Relaxed);
+        }
+    }
+    pub fn clear_all(&self) {
+        self.words.par_iter().for_each(|w| w.store(0, Relaxed));
+    }
+    /// Clears the bits of `r`.
+    pub fn clear_range(&self, r: Range<u32>) {
+        for i in self.word_span(&r) {
+            let m = range_mask(i, &r);
+            self.words[i].fetch_and(!m, Relaxed);
+        }
+    }
+    fn word_span(&self, r: &Range<u32>) -> Range<usize> {
+        if r.start >= r.end {
+            return 0..0;
+        }
+        (r.start as usize >> 6)..((r.end as usize - 1) >> 6) + 1
+    }
+    /// True when some bit in `r` is set.
+    pub fn any_in(&self, r: Range<u32>) -> bool {
+        self.word_span(&r)
+            .any(|i| self.words[i].load(Relaxed) & range_mask(i, &r) != 0)
+    }
+    /// Number of set bits in `r`.
+    pub fn count_in(&self, r: Range<u32>) -> u64 {
+        self.word_span(&r)
+            .map(|i| (self.words[i].load(Relaxed) & range_mask(i, &r)).count_ones() as u64)
+            .sum()
+    }
+    /// Number of set bits.
+    pub fn count(&self) -> u64 {
+        self.words
+            .par_iter()
+            .map(|w| w.load(Relaxed).count_ones() as u64)
+            .sum()
+    }
+    /// True when some bit is set.
+    pub fn any(&self) -> bool {
+        self.words.par_iter().any(|w| w.load(Relaxed) != 0)
+    }
+    /// Exchanges the contents with `other` (same length).
+    pub fn swap(&mut self, other: &mut AtomicBitmap) {
+        assert_eq!(self.len, other.len);
+        std::mem::swap(&mut self.words, &mut other.words);
+    }
+    /// The set bits, ascending.
+    pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, w)| {
+            let mut x = w.load(Relaxed);
+            std::iter::from_fn(move || {
+                if x == 0 {
+                    return None;
+                }
+                let b = x.trailing_zeros();
+                x &= x - 1;
+                Some((i as u32) * 64 + b)
+            })
+        })
+    }
+}
+
+fn range_mask(word: usize, r: &Range<u32>) -> u64 {
+    let lo = (word as u64) * 64;
+    let a = (r.start as u64).max(lo) - lo;
+    let b = (r.end as u64).min(lo + 64) - lo;
+    if b <= a {
+        return 0;
+    }
+    let hi = if b == 64 { u64::MAX } else { (1u64 << b) - 1 };
+    hi & !((1u64 << a) - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_counts_and_swap() {
+        let b = AtomicBitmap::new(200);
+        assert!(!b.any());
+        assert!(b.set(3));
+        assert!(!b.set(3));
+        b.set(64);
+        b.set(199);
+        assert_eq!(b.count(), 3);
+        assert!(b.any_in(0..4));
+        assert!(!b.any_in(4..64));
+        assert!(b.any_in(64..65));
+        assert_eq!(b.count_in(3..200), 3);
+        assert_eq!(b.count_in(4..199), 1);
+        assert_eq!(b.ones().collect::<Vec<_>>(), vec![3, 64, 199]);
+        b.clear_range(0..65);
+        assert_eq!(b.ones().collect::<Vec<_>>(), vec![199]);
+        b.set_all();
+        assert_eq!(b.count(), 200);
+        let mut c = AtomicBitmap::new(200);
+        let mut b = b;
+        b.swap(&mut c);
+        assert_eq!(b.count(), 0);
+        assert_eq!(c.count(), 200);
+        c.clear(5);
+        assert!(!c.get(5) && c.get(6));
+    }
+}

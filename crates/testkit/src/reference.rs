@@ -1,0 +1,186 @@
+//! Simple in-memory reference implementations: the answers the engines must
+//! reproduce, written as plainly as possible (queue BFS, binary-heap Dijkstra,
+//! sequential union-find, greedy MIS in id order, power-iteration PageRank).
+//! Edge direction is as given; WCC and MIS treat edges as undirected.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// A graph in memory: `n` vertices, directed edges `(u, v, w)`.
+#[derive(Debug, Clone, Default)]
+pub struct MemGraph {
+    pub n: u32,
+    pub edges: Vec<(u32, u32, f32)>,
+}
+
+impl MemGraph {
+    /// Reads a bin32 (or bin32w when `weighted`) edge list.
+    pub fn from_bin(bytes: &[u8], n: u32, weighted: bool) -> MemGraph {
+        let rec = if weighted { 12 } else { 8 };
+        let edges = bytes
+            .chunks_exact(rec)
+            .map(|r| {
+                let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
+                let v = u32::from_le_bytes(r[4..8].try_into().unwrap());
+                let w = if weighted {
+                    f32::from_le_bytes(r[8..12].try_into().unwrap())
+                } else {
+                    1.0
+                };
+                (u, v, w)
+            })
+            .collect();
+        MemGraph { n, edges }
+    }
+    /// Adds the reverse of every edge.
+    pub fn undirected(&self) -> MemGraph {
+        let mut edges = self.edges.clone();
+        edges.extend(self.edges.iter().map(|&(u, v, w)| (v, u, w)));
+        MemGraph { n: self.n, edges }
+    }
+    fn out_lists(&self) -> Vec<Vec<(u32, f32)>> {
+        let mut adj = vec![Vec::new(); self.n as usize];
+        for &(u, v, w) in &self.edges {
+            adj[u as usize].push((v, w));
+        }
+        adj
+    }
+}
+
+/// BFS depths from `root` (`None`: unreachable).
+pub fn bfs(g: &MemGraph, root: u32) -> Vec<Option<u32>> {
+    let adj = g.out_lists();
+    let mut d = vec![None; g.n as usize];
+    d[root as usize] = Some(0);
+    let mut q = VecDeque::from([root]);
+    while let Some(u) = q.pop_front() {
+        let du = d[u as usize].unwrap();
+        for &(v, _) in &adj[u as usize] {
+            if d[v as usize].is_none() {
+                d[v as usize] = Some(du + 1);
+                q.push_back(v);
+            }
+        }
+    }
+    d
+}
+
+/// Dijkstra with `f32` sums (`fl(d(u) + w)`), the values relaxation converges to.
+pub fn sssp(g: &MemGraph, root: u32) -> Vec<Option<f32>> {
+    let adj = g.out_lists();
+    let mut d: Vec<Option<f32>> = vec![None; g.n as usize];
+    let mut done = vec![false; g.n as usize];
+    d[root as usize] = Some(0.0);
+    let mut h = BinaryHeap::from([Reverse((0u32, root))]);
+    while let Some(Reverse((bits, u))) = h.pop() {
+        if done[u as usize] {
+            continue;
+        }
+        done[u as usize] = true;
+        let du = f32::from_bits(bits);
+        for &(v, w) in &adj[u as usize] {
+            let nd = du + w;
+            if d[v as usize].is_none_or(|x| nd < x) {
+                d[v as usize] = Some(nd);
+                h.push(Reverse((nd.to_bits(), v)));
+            }
+        }
+    }
+    d
+}
+
+/// Weakly connected components: each vertex labelled with its component's
+/// smallest id.
+pub fn wcc(g: &MemGraph) -> Vec<u32> {
+    let mut pa: Vec<u32> = (0..g.n).collect();
+    fn find(pa: &mut [u32], x: u32) -> u32 {
+        let mut r = x;
+        while pa[r as usize] != r {
+            r = pa[r as usize];
+        }
+        let mut y = x;
+        while pa[y as usize] != r {
+            let nx = pa[y as usize];
+            pa[y as usize] = r;
+            y = nx;
+        }
+        r
+    }
+    for &(u, v, _) in &g.edges {
+        let (a, b) = (find(&mut pa, u), find(&mut pa, v));
+        if a != b {
+            pa[a.max(b) as usize] = a.min(b);
+        }
+    }
+    (0..g.n).map(|v| find(&mut pa, v)).collect()
+}
+
+/// The greedy maximal independent set in id order (lexicographically first);
+/// self-loops ignored.
+pub fn greedy_mis(g: &MemGraph) -> Vec<bool> {
+    let und = g.undirected();
+    let adj = und.out_lists();
+    let mut in_set = vec![false; g.n as usize];
+    for v in 0..g.n as usize {
+        in_set[v] = !adj[v]
+            .iter()
+            .any(|&(x, _)| (x as usize) < v && in_set[x as usize]);
+    }
+    in_set
+}
+
+/// LDBC Graphalytics PageRank, `iters` iterations from `1/n`.
+pub fn pagerank(g: &MemGraph, d: f64, iters: u64) -> Vec<f64> {
+    let n = g.n as usize;
+    let mut deg = vec![0u64; n];
+    for &(u, _, _) in &g.edges {
+        deg[u as usize] += 1;
+    }
+    let mut pr = vec![1.0 / n as f64; n];
+    for _ in 0..iters {
+        let dangling: f64 = (0..n).filter(|&v| deg[v] == 0).map(|v| pr[v]).sum();
+        let mut s = vec![0.0; n];
+        for &(u, v, _) in &g.edges {
+            s[v as usize] += pr[u as usize] / deg[u as usize] as f64;
+        }
+        pr = s
+            .iter()
+            .map(|x| (1.0 - d) / n as f64 + d * (x + dangling / n as f64))
+            .collect();
+    }
+    pr
+}
+
+/// `y = A^T 1` with the edge weights.
+pub fn spmv(g: &MemGraph) -> Vec<f64> {
+    let mut y = vec![0.0; g.n as usize];
+    for &(u, v, w) in &g.edges {
+        let _ = u;
+        y[v as usize] += w as f64;
+    }
+    y
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_on_a_small_graph() {
+        // 0 -> 1 -> 2, 0 -> 2 (weight 5), 3 isolated, 4 -> 4 self-loop
+        let g = MemGraph {
+            n: 5,
+            edges: vec![(0, 1, 1.0), (1, 2, 1.5), (0, 2, 5.0), (4, 4, 1.0)],
+        };
+        assert_eq!(bfs(&g, 0), vec![Some(0), Some(1), Some(1), None, None]);
+        assert_eq!(
+            sssp(&g, 0),
+            vec![Some(0.0), Some(1.0), Some(2.5), None, None]
+        );
+        assert_eq!(wcc(&g), vec![0, 0, 0, 3, 4]);
+        assert_eq!(greedy_mis(&g), vec![true, false, false, true, true]);
+        let pr = pagerank(&g, 0.85, 20);
+        assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(spmv(&g), vec![0.0, 1.0, 6.5, 0.0, 1.0]);
+    }
+}
