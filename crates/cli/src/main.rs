@@ -429,5 +429,15 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
         tmp_dir: None,
         threads: None,
     })?;
-    cmd_info(&store, false, true)
+    cmd_info(&store, false, true)?;
+    for (algo, root) in [
+        ("bfs", Some(0)),
+        ("wcc", None),
+        ("mis", None),
+        ("pagerank", None),
+    ] {
+        eprintln!("example: run {algo} with --verify");
+        run::cmd_run(run::RunArgs::example(algo, store.clone(), root))?;
+    }
+    Ok(())
 }

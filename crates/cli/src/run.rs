@@ -72,6 +72,33 @@ pub struct RunArgs {
     pub direct: bool,
 }
 
+impl RunArgs {
+    /// The settings `outcore example` uses: defaults plus `--verify`.
+    pub fn example(algo: &str, store: PathBuf, root: Option<u64>) -> RunArgs {
+        RunArgs {
+            algo: algo.to_string(),
+            store,
+            root,
+            memory: 256 << 20,
+            threads: None,
+            mrt: 5,
+            iterations: None,
+            tolerance: 1e-7,
+            damping: 0.85,
+            seed: 1,
+            parents: false,
+            order: OrderArg::Row,
+            out: None,
+            out_format: OutFormat::Text,
+            verify: true,
+            stats: None,
+            work_dir: None,
+            mapped_state: false,
+            direct: false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum OrderArg {
     Row,

@@ -480,6 +480,14 @@ fn the_built_in_example_runs() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("vertices     4096"), "{text}"); // 2^12, declared by the example
     assert!(text.contains("checksums    all"), "{text}");
+    let e = stderr(&o);
+    for algo in ["bfs", "wcc", "mis", "pagerank"] {
+        assert!(
+            e.contains(&format!("\n{algo}: ")),
+            "{algo} summary missing: {e}"
+        );
+    }
+    assert_eq!(e.matches("verify: ").count(), 4, "{e}");
 }
 
 /// ../shared/graphs relative to the workspace root; None (with a message) when absent.

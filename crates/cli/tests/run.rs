@@ -1,0 +1,192 @@
+//! `outcore run`: results in the user's ids and the documented text forms, clear
+//! errors with a non-zero exit for bad requests and damaged stores, and the
+//! `--stats` JSON.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outcore"))
+        .args(args)
+        .output()
+        .expect("runs outcore")
+}
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Ids 10, 20, 30 form a weighted path; 1000 and 2000 are joined; 5 is alone.
+fn store(dir: &Path) -> std::path::PathBuf {
+    let input = dir.join("g.txt");
+    std::fs::write(&input, "10 20 1.5\n20 30 2\n1000 2000 1\n5 5 1\n").unwrap();
+    let out = dir.join("g");
+    let o = run(&["ingest", s(&input), "-o", s(&out), "--remap"]);
+    assert!(o.status.success(), "{}", err(&o));
+    out
+}
+
+fn result(dir: &Path, args: &[&str]) -> String {
+    let out = dir.join("out.txt");
+    let mut a = vec!["run"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--out", s(&out), "--verify"]);
+    let o = run(&a);
+    assert!(o.status.success(), "{args:?}: {}", err(&o));
+    assert!(err(&o).contains("verify: "), "{}", err(&o));
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn results_are_in_user_ids_and_documented_forms() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path());
+    let g = s(&g);
+    let max = "9223372036854775807";
+    assert_eq!(
+        result(d.path(), &["bfs", g, "--root", "20", "--parents"]),
+        format!("5 {max} -1\n10 {max} -1\n20 0 20\n30 1 20\n1000 {max} -1\n2000 {max} -1\n")
+    );
+    assert_eq!(
+        result(d.path(), &["sssp", g, "--root", "10"]),
+        "5 infinity\n10 0\n20 1.5\n30 3.5\n1000 infinity\n2000 infinity\n"
+    );
+    assert_eq!(
+        result(d.path(), &["wcc", g]),
+        "5 5\n10 10\n20 10\n30 10\n1000 1000\n2000 1000\n"
+    );
+    assert_eq!(
+        result(d.path(), &["wcc-lp", g]),
+        result(d.path(), &["wcc", g])
+    );
+    assert_eq!(
+        result(d.path(), &["mis", g]),
+        "5 1\n10 1\n20 0\n30 1\n1000 1\n2000 0\n"
+    );
+    let pr = result(d.path(), &["pagerank", g]);
+    let first = pr.lines().next().unwrap();
+    let value = first.split(' ').nth(1).unwrap();
+    let mantissa = value.split('e').next().unwrap().replace('.', "");
+    assert_eq!(mantissa.len(), 15, "15 significant digits: {first}");
+    let total: f64 = pr
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!((total - 1.0).abs() < 1e-12, "{total}");
+}
+
+#[test]
+fn bad_requests_are_refused_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path());
+    let g = s(&g);
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "bfs", g], "bfs needs --root"),
+        (
+            &["run", "bfs", g, "--root", "11"],
+            "--root 11 is not a vertex",
+        ),
+        (
+            &["run", "dfs", g],
+            "unknown algorithm 'dfs'; known: bfs, sssp",
+        ),
+        (
+            &["run", "bfs", g, "--root", "10", "--mrt", "0"],
+            "--mrt must be at least 1",
+        ),
+        (
+            &["run", "wcc", g, "--threads", "0"],
+            "--threads must be at least 1",
+        ),
+        (
+            &["run", "pagerank-delta", g, "--tolerance", "0"],
+            "--tolerance must be positive",
+        ),
+        (&["run", "wcc", "/nonexistent/store"], "/nonexistent/store"),
+    ];
+    for (args, needle) in cases {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(needle), "{args:?}: {}", err(&o));
+    }
+}
+
+#[test]
+fn negative_weights_stop_sssp_with_the_edge_named() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("n.txt");
+    std::fs::write(&input, "7 8 1\n8 9 -0.5\n").unwrap();
+    let out = d.path().join("n");
+    assert!(run(&["ingest", s(&input), "-o", s(&out), "--remap"])
+        .status
+        .success());
+    let o = run(&["run", "sssp", s(&out), "--root", "7"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("sssp needs non-negative weights, but edge (8, 9) has weight -0.5"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn a_damaged_block_stops_the_run_naming_file_and_block() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path());
+    let data = g.join("grid.data");
+    let mut bytes = std::fs::read(&data).unwrap();
+    let at = 4096 + 2; // inside the first block's payload
+    bytes[at] ^= 0x40;
+    std::fs::write(&data, bytes).unwrap();
+    let o = run(&["run", "wcc", s(&g)]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = err(&o);
+    assert!(
+        e.contains("grid.data") && e.contains("checksum mismatch"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn stats_json_counts_blocks_bytes_and_iterations() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("p.bin32");
+    let o = run(&["generate", "path", "--vertices", "2000", "-o", s(&input)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let g = d.path().join("p");
+    assert!(
+        run(&["ingest", s(&input), "-o", s(&g), "--partitions", "4"])
+            .status
+            .success()
+    );
+    let stats = d.path().join("stats.json");
+    let o = run(&[
+        "run",
+        "bfs",
+        s(&g),
+        "--root",
+        "0",
+        "--stats",
+        s(&stats),
+        "--mrt",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    // A path 0 -> 1 -> ... -> 1999: one hop per iteration with MRT 1.
+    assert_eq!(j["iterations"], 2000);
+    let e = &j["engine"];
+    assert_eq!(e["passes"], e["blocks_read"]);
+    assert!(e["blocks_skipped"].as_u64().unwrap() > 0);
+    assert!(e["bytes_read"].as_u64().unwrap() > 0);
+    assert!(e["read_requests"].as_u64().unwrap() >= e["blocks_read"].as_u64().unwrap());
+    assert!(j["peak_rss_bytes"].as_u64().unwrap() > 0);
+    let line = err(&o);
+    assert!(
+        line.contains("2000 iterations") && line.contains("read "),
+        "{line}"
+    );
+}

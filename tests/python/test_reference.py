@@ -1,0 +1,313 @@
+"""The `outcore` CLI against independent libraries (scipy.sparse.csgraph, networkx)
+on the real graphs in ../shared/graphs and on a generated Kronecker graph.
+
+The reference graphs are parsed here, in Python, from the original files; nothing
+of outcore is used to build them. Run by `cargo test` (crates/cli/tests/python.rs),
+which installs the packages into a virtual environment under target/.
+"""
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.csgraph as cg
+
+BIN = os.environ.get("OUTCORE_BIN", "")
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "graphs"
+UNREACHED = 9223372036854775807
+
+
+def outcore(*args):
+    r = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"outcore {' '.join(map(str, args))} failed:\n{r.stderr}")
+    return r
+
+
+def read_lines(path):
+    with gzip.open(path, "rt", newline="") as f:
+        for line in f:
+            yield line.rstrip("\r\n")
+
+
+def parse(path):
+    """(u, v, w) arrays in the file's own ids; symmetric mtx listed both ways."""
+    us, vs, ws = [], [], []
+    name = path.name
+    if name.endswith(".gr.gz"):
+        for line in read_lines(path):
+            if line.startswith("a "):
+                _, a, b, c = line.split()
+                us.append(int(a)); vs.append(int(b)); ws.append(float(c))
+    elif name.endswith(".mtx.gz"):
+        it = read_lines(path)
+        header = next(it)
+        symmetric = "symmetric" in header
+        seen_size = False
+        for line in it:
+            if line.startswith("%") or not line.strip():
+                continue
+            if not seen_size:
+                seen_size = True
+                continue
+            a, b = line.split()[:2]
+            us.append(int(a)); vs.append(int(b)); ws.append(1.0)
+            if symmetric and a != b:
+                us.append(int(b)); vs.append(int(a)); ws.append(1.0)
+    else:
+        for line in read_lines(path):
+            if not line.strip() or line[0] in "#%":
+                continue
+            a, b = line.split()[:2]
+            us.append(int(a)); vs.append(int(b)); ws.append(1.0)
+    return np.array(us, np.int64), np.array(vs, np.int64), np.array(ws, np.float64)
+
+
+class Graph:
+    def __init__(self, u, v, w, ids):
+        self.ids = ids  # sorted user ids, dense index = position
+        self.n = len(ids)
+        self.u = np.searchsorted(ids, u)
+        self.v = np.searchsorted(ids, v)
+        self.w = w
+
+    def matrix(self, weights=False):
+        # Parallel edges: keep the smallest weight (scipy would add them up).
+        order = np.lexsort((self.w, self.v, self.u))
+        u, v, w = self.u[order], self.v[order], self.w[order]
+        keep = np.ones(len(u), bool)
+        keep[1:] = (u[1:] != u[:-1]) | (v[1:] != v[:-1])
+        data = w[keep] if weights else np.ones(keep.sum())
+        return sp.csr_matrix((data, (u[keep], v[keep])), shape=(self.n, self.n))
+
+
+def read_result(path, cast=float):
+    ids, vals = [], []
+    with open(path) as f:
+        for line in f:
+            a, b = line.split()[:2]
+            ids.append(int(a)); vals.append(b)
+    return np.array(ids, np.int64), vals
+
+
+GRAPHS = {
+    # name: (file, ingest flags, ids from a header (1..N) or the distinct ids)
+    "lux": ("road-luxembourg-osm.mtx.gz", []),
+    "ny": ("USA-road-d.NY.gr.gz", []),
+    "facebook": ("facebook_combined.txt.gz", []),
+    "wiki": ("wiki-Vote.txt.gz", ["--remap"]),
+}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("outcore")
+
+
+_cache = {}
+
+
+def graph(name, work):
+    if name in _cache:
+        return _cache[name]
+    if name == "kron":
+        src = work / "kron.bin32w"
+        outcore("generate", "kronecker", "--scale", 12, "--edge-factor", 8, "--weighted", "-o", src)
+        raw = np.fromfile(src, dtype=[("u", "<u4"), ("v", "<u4"), ("w", "<f4")])
+        u, v, w = raw["u"].astype(np.int64), raw["v"].astype(np.int64), raw["w"].astype(np.float64)
+        ids = np.arange(1 << 12)
+        flags = ["--vertices", 1 << 12, "--partitions", 4]
+    else:
+        file, flags = GRAPHS[name]
+        src = SHARED / file
+        if not src.exists():
+            pytest.skip(f"{src} is absent")
+        u, v, w = parse(src)
+        if "--remap" in flags:
+            ids = np.unique(np.concatenate([u, v]))
+        elif file.endswith((".gr.gz", ".mtx.gz")):
+            ids = np.arange(1, max(u.max(), v.max()) + 1)
+        else:
+            ids = np.arange(0, max(u.max(), v.max()) + 1)
+    store = work / f"{name}.store"
+    outcore("ingest", src, "-o", store, "--force", *flags)
+    g = Graph(u, v, w, ids)
+    _cache[name] = (g, store)
+    return g, store
+
+
+ALL = ["lux", "ny", "facebook", "wiki", "kron"]
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("mrt", [1, 5])
+def test_bfs_matches_scipy(name, mrt, work):
+    g, store = graph(name, work)
+    root = g.ids[g.n // 3]
+    out = work / f"{name}.bfs.{mrt}"
+    outcore("run", "bfs", store, "--root", root, "--mrt", mrt, "--out", out, "--verify")
+    ids, vals = read_result(out)
+    assert np.array_equal(ids, g.ids)
+    want = cg.shortest_path(g.matrix(), unweighted=True, indices=g.n // 3)
+    got = np.array([float("inf") if int(x) == UNREACHED else float(x) for x in vals])
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["ny", "kron", "lux"])
+def test_sssp_matches_scipy_dijkstra(name, work):
+    g, store = graph(name, work)
+    root = g.ids[7]
+    out = work / f"{name}.sssp"
+    outcore("run", "sssp", store, "--root", root, "--out", out, "--verify", "--threads", 2)
+    _, vals = read_result(out)
+    got = np.array([float(x) for x in vals])
+    want = cg.dijkstra(g.matrix(weights=True), indices=7)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    fin = ~np.isinf(want)
+    # outcore sums f32 weights; scipy sums f64.
+    assert np.allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("algo", ["wcc", "wcc-lp"])
+def test_wcc_matches_scipy(name, algo, work):
+    g, store = graph(name, work)
+    out = work / f"{name}.{algo}"
+    outcore("run", algo, store, "--out", out, "--verify")
+    _, vals = read_result(out)
+    got = np.array([int(x) for x in vals])
+    k, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
+    smallest = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, lab, g.ids)
+    assert np.array_equal(got, smallest[lab])
+
+
+@pytest.mark.parametrize("name", ["facebook", "wiki", "lux"])
+@pytest.mark.parametrize("algo", ["mis", "mis-luby"])
+def test_mis_is_independent_and_maximal_by_networkx(name, algo, work):
+    g, store = graph(name, work)
+    out = work / f"{name}.{algo}"
+    outcore("run", algo, store, "--out", out)
+    ids, vals = read_result(out)
+    members = {int(i) for i, x in zip(ids, vals) if x == "1"}
+    G = nx.Graph()
+    G.add_nodes_from(int(x) for x in g.ids)
+    G.add_edges_from((int(g.ids[a]), int(g.ids[b])) for a, b in zip(g.u, g.v) if a != b)
+    assert G.subgraph(members).number_of_edges() == 0
+    assert nx.is_dominating_set(G, members)
+    if algo == "mis":
+        # the greedy set in id order, computed independently
+        chosen = set()
+        for x in sorted(G.nodes):
+            if not any(y in chosen for y in G.neighbors(x)):
+                chosen.add(x)
+        assert members == chosen
+
+
+@pytest.mark.parametrize("name", ["facebook", "wiki"])
+def test_pagerank_matches_networkx(name, work):
+    g, store = graph(name, work)
+    out = work / f"{name}.prd"
+    outcore("run", "pagerank-delta", store, "--tolerance", 1e-12, "--out", out, "--verify")
+    _, vals = read_result(out)
+    got = np.array([float(x) for x in vals])
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.n))
+    G.add_edges_from(zip(g.u.tolist(), g.v.tolist()))
+    want = nx.pagerank(G, alpha=0.85, tol=1e-13, max_iter=1000)
+    want = np.array([want[i] for i in range(g.n)])
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-12)
+    # fixed iterations against a numpy power iteration (LDBC definition)
+    out10 = work / f"{name}.pr10"
+    outcore("run", "pagerank", store, "--iterations", 10, "--out", out10)
+    _, vals = read_result(out10)
+    got10 = np.array([float(x) for x in vals])
+    assert all(len(x.split("e")[0].replace(".", "").lstrip("-")) == 15 for x in vals[:50])
+    A = g.matrix()  # no parallel edges in these two graphs
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    pr = np.full(g.n, 1.0 / g.n)
+    for _ in range(10):
+        contrib = np.where(deg > 0, pr / np.maximum(deg, 1), 0.0)
+        pr = (1 - 0.85) / g.n + 0.85 * (A.T @ contrib + pr[deg == 0].sum() / g.n)
+    assert np.allclose(got10, pr, rtol=1e-10, atol=0)
+
+
+def test_output_formats_agree(work):
+    g, store = graph("lux", work)
+    root = g.ids[5]
+    outs = {}
+    for fmt in ["text", "bin", "npy"]:
+        p = work / f"lux.out.{fmt}"
+        outcore("run", "bfs", store, "--root", root, "--out", p, "--out-format", fmt, "--parents")
+        outs[fmt] = p
+    arr = np.load(outs["npy"])
+    assert arr.dtype.names == ("id", "value", "parent")
+    raw = np.fromfile(outs["bin"], dtype=arr.dtype)
+    assert np.array_equal(arr, raw)
+    text = np.loadtxt(outs["text"], dtype=np.int64)
+    assert np.array_equal(text[:, 0], arr["id"]) and np.array_equal(text[:, 1], arr["value"])
+    assert np.array_equal(text[:, 2], arr["parent"])
+
+
+def _cgroup_dir():
+    """A fresh child of this process's memory cgroup (v1 or v2), or None."""
+    try:
+        lines = open("/proc/self/cgroup").read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if "memory" in ctrls.split(",") and os.path.isdir("/sys/fs/cgroup/memory"):
+            base = "/sys/fs/cgroup/memory" + path
+            limit = "memory.limit_in_bytes"
+            break
+    else:
+        path = next((l.split(":", 2)[2] for l in lines if l.startswith("0::")), None)
+        if path is None:
+            return None
+        base, limit = "/sys/fs/cgroup" + path, "memory.max"
+    d = os.path.join(base, f"outcore-test-{os.getpid()}")
+    try:
+        os.mkdir(d)
+    except OSError:
+        return None
+    return d, limit
+
+
+def test_mapped_vertex_arrays_under_a_hard_memory_limit(work):
+    g, store = graph("ny", work)
+    cgroup = _cgroup_dir()
+    if cgroup is None:
+        pytest.skip("cannot create a memory cgroup here (needs write access to the cgroup tree)")
+    d, limit = cgroup
+    try:
+        with open(os.path.join(d, limit), "w") as f:
+            f.write(str(48 << 20))
+        for p in store.iterdir():
+            fd = os.open(p, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        procs = os.path.join(d, "cgroup.procs")
+        for algo in ["bfs", "wcc", "mis"]:
+            out = work / f"ny.limited.{algo}"
+            r = subprocess.run(
+                [str(x) for x in [BIN, "run", algo, store, "--root", 1, "--memory", "8M",
+                                  "--mapped-state", "--work-dir", work, "--out", out, "--verify"]],
+                capture_output=True, text=True,
+                preexec_fn=lambda: open(procs, "w").write(str(os.getpid())),
+            )
+            assert r.returncode == 0, r.stderr
+            ref = work / f"ny.free.{algo}"
+            outcore("run", algo, store, "--root", 1, "--out", ref)
+            assert open(out).read() == open(ref).read()
+    finally:
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
