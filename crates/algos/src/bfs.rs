@@ -15,7 +15,7 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     st.atomic()[p.root as usize].store(p.root as u64, Relaxed);
     e.activate(p.root);
     let mut it = 0;
-    while e.has_active() && !crate::cap_reached(e, p, it) {
+    while e.has_active() && !crate::cap_reached(p, it) {
         let a = st.atomic();
         e.exec(Mode::Multi, |ctx, u, v, _| {
             let du = a[u as usize].load(Relaxed) >> 32;

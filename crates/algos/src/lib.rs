@@ -106,8 +106,6 @@ pub struct Params {
     pub tolerance: f64,
     pub damping: f64,
     pub seed: u64,
-    /// Track BFS/SSSP parents (always done; kept for output selection).
-    pub parents: bool,
 }
 
 impl Default for Params {
@@ -118,7 +116,6 @@ impl Default for Params {
             tolerance: 1e-7,
             damping: 0.85,
             seed: 1,
-            parents: false,
         }
     }
 }
@@ -177,7 +174,6 @@ pub fn run(e: &mut outcore_engine::StreamEngine, algo: Algo, p: &Params) -> Resu
 }
 
 /// Stops a run whose iteration cap was reached before convergence.
-pub(crate) fn cap_reached(e: &outcore_engine::StreamEngine, p: &Params, it: u64) -> bool {
-    let _ = e;
+pub(crate) fn cap_reached(p: &Params, it: u64) -> bool {
     p.iterations.is_some_and(|k| it >= k)
 }

@@ -20,6 +20,16 @@ pub(crate) fn out_degrees(e: &StreamEngine) -> Result<outcore_state::VertexArray
     Ok(a)
 }
 
+/// The sum of `x` over dangling vertices (out-degree 0), in id order, so it is
+/// the same on every run.
+pub(crate) fn dangling_sum(x: &[f64], deg: &[u32]) -> f64 {
+    x.iter()
+        .zip(deg)
+        .filter(|(_, &k)| k == 0)
+        .map(|(x, _)| x)
+        .sum()
+}
+
 pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     let n = e.vertices() as f64;
     let iters = p.iterations.unwrap_or(10);
@@ -30,13 +40,7 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     let sum = e.alloc::<f64>("sum", 0.0)?;
     for _ in 0..iters {
         let (r, c, s) = (rank.atomic(), contrib.atomic(), sum.atomic());
-        // In id order, so the sum is the same on every run.
-        let dangling: f64 = rank
-            .iter()
-            .zip(deg.iter())
-            .filter(|(_, &k)| k == 0)
-            .map(|(x, _)| x)
-            .sum();
+        let dangling = dangling_sum(&rank, &deg);
         let degs = &deg;
         e.vmap(|v| {
             let x = f64::from_bits(r[v as usize].load(Relaxed));

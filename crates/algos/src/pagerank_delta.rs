@@ -32,7 +32,7 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     let push = e.alloc::<f64>("push", 0.0)?;
     let mut it = 0u64;
     loop {
-        if crate::cap_reached(e, p, it) {
+        if crate::cap_reached(p, it) {
             break;
         }
         let (pr, r, ps) = (rank.atomic(), resid.atomic(), push.atomic());
@@ -59,13 +59,7 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
         if !pushed {
             break;
         }
-        // Dangling residual, summed in id order.
-        let dangling: f64 = push
-            .iter()
-            .zip(deg.iter())
-            .filter(|(_, &k)| k == 0)
-            .map(|(x, _)| x)
-            .sum();
+        let dangling = crate::pagerank::dangling_sum(&push, &deg);
         let (r, ps) = (resid.atomic(), push.atomic());
         e.exec(Mode::Multi, |_, u, v, _| {
             atomic_add_f64(

@@ -21,7 +21,7 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     let bad = AtomicU64::new(u64::MAX);
     let bad_w = AtomicU64::new(0);
     let mut it = 0;
-    while e.has_active() && !crate::cap_reached(e, p, it) {
+    while e.has_active() && !crate::cap_reached(p, it) {
         let a = st.atomic();
         e.exec(Mode::Multi, |ctx, u, v, w| {
             if w < 0.0 || w.is_nan() {

@@ -18,7 +18,7 @@
 //!   tolerance (L1). SpMV — a serial recomputation.
 
 use crate::{Algo, AlgoError, Output, Params, Result};
-use outcore_store::{RawBlock, Store};
+use outcore_store::Store;
 
 fn fail(msg: String) -> AlgoError {
     AlgoError::Verify(msg)
@@ -26,21 +26,10 @@ fn fail(msg: String) -> AlgoError {
 
 /// Every edge of the store in row-major block order, read with CRC checks.
 pub fn for_each_edge(store: &Store, weights: bool, mut f: impl FnMut(u32, u32, f32)) -> Result<()> {
-    let g = store.grid()?;
-    let p = g.partitions();
-    let mut b = RawBlock::default();
-    for r in 0..p {
-        for c in 0..p {
-            g.read_block_into(r, c, weights, &mut b)?;
-            let (srcs, offs, dsts, ws) = (b.srcs(), b.offs(), b.dsts(), b.weights());
-            for (k, &u) in srcs.iter().enumerate() {
-                for x in offs[k] as usize..offs[k + 1] as usize {
-                    f(u, dsts[x], ws.map_or(1.0, |w| w[x]));
-                }
-            }
-        }
-    }
-    Ok(())
+    store.grid()?.try_for_each_edge(weights, |u, v, w| {
+        f(u, v, w);
+        Ok::<(), AlgoError>(())
+    })
 }
 
 /// Checks `out` for `algo`; returns a line saying what was checked.

@@ -21,7 +21,7 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     e.activate_all();
     let mut it = 0;
     loop {
-        if crate::cap_reached(e, p, it) {
+        if crate::cap_reached(p, it) {
             break;
         }
         let changed = AtomicBool::new(false);

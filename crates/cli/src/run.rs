@@ -197,7 +197,6 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         tolerance: a.tolerance,
         damping: a.damping,
         seed: a.seed,
-        parents: a.parents,
     };
     let result = outcore_algos::run(&mut engine, algo, &params)?;
     bar.finish_and_clear();

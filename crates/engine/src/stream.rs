@@ -191,9 +191,8 @@ pub struct StreamEngine<'s> {
     next: AtomicBitmap,
     reenter: [AtomicBitmap; 2],
     budget: StateBudget,
+    work_dir: PathBuf,
     pool: rayon::ThreadPool,
-    slots: usize,
-    slot_bytes: u64,
     weights: bool,
     stats: StreamStats,
     start_io: IoSnapshot,
@@ -209,16 +208,9 @@ impl<'s> StreamEngine<'s> {
         let n = u32::try_from(store.vertices()).map_err(|_| {
             EngineError::Invalid(format!("{} vertices do not fit u32 ids", store.vertices()))
         })?;
-        let mode = if cfg.direct_io {
-            ReadMode::Direct
-        } else {
-            ReadMode::Buffered
-        };
-        // Re-open the store's files in the requested mode, sharing its counters.
-        let reopened;
-        let grid = if store_mode_differs(mode) {
-            reopened = Store::open_with(store.dir(), mode, store.stats().clone())?;
-            reopened.grid()?
+        // With O_DIRECT, re-open the store's files in that mode, sharing its counters.
+        let grid = if cfg.direct_io {
+            Store::open_with(store.dir(), ReadMode::Direct, store.stats().clone())?.grid()?
         } else {
             store.grid()?
         };
@@ -261,9 +253,8 @@ impl<'s> StreamEngine<'s> {
             next: AtomicBitmap::new(n as usize),
             reenter: [AtomicBitmap::new(n as usize), AtomicBitmap::new(n as usize)],
             budget,
+            work_dir,
             pool,
-            slots,
-            slot_bytes: max_block,
             weights: false,
             stats: StreamStats {
                 ring_slots: slots,
@@ -421,7 +412,7 @@ impl<'s> StreamEngine<'s> {
         self.observer
             .iteration(self.stats.iterations, todo.len() as u64, active.count());
         let weights = self.weights;
-        let slots = self.slots;
+        let slots = self.stats.ring_slots;
         let this = &*self;
         let mut local = StreamStats::default();
         let read_ns = AtomicU64::new(0);
@@ -572,7 +563,7 @@ impl<'s> StreamEngine<'s> {
         let mut k = 0usize;
         for c in 1..chunks as u32 {
             let target = c * per;
-            k = k.max(offs[k..s].partition_point(|&o| o < target) + k);
+            k += offs[k..s].partition_point(|&o| o < target);
             if k > *cuts.last().unwrap() && k < s {
                 cuts.push(k);
             }
@@ -603,7 +594,7 @@ impl<'s> StreamEngine<'s> {
         K: Fn(u32, u32, f32) -> u64 + Sync,
     {
         let t = Instant::now();
-        let work = self.budget_work_dir();
+        let work = self.work_dir.clone();
         let dir = tempfile::Builder::new()
             .prefix(".outcore-sort-")
             .tempdir_in(&work)
@@ -611,27 +602,15 @@ impl<'s> StreamEngine<'s> {
         let mem = self.budget.remaining().max(16 << 20) / 2;
         let stats = self.store.stats().clone();
         let mut sorter = ExternalSorter::<Keyed>::new(dir.path().to_path_buf(), mem, stats.clone());
-        let p = self.grid.partitions();
-        let mut buf = RawBlock::default();
-        for r in 0..p {
-            for c in 0..p {
-                self.grid.read_block_into(r, c, self.weights, &mut buf)?;
-                let (srcs, offs, dsts, ws) = (buf.srcs(), buf.offs(), buf.dsts(), buf.weights());
-                for (k, &u) in srcs.iter().enumerate() {
-                    for x in offs[k] as usize..offs[k + 1] as usize {
-                        let w = ws.map_or(1.0, |w| w[x]);
-                        let v = dsts[x];
-                        sorter.push(Keyed {
-                            key: key(u, v, w),
-                            u,
-                            v,
-                            w,
-                            pad: 0,
-                        })?;
-                    }
-                }
-            }
-        }
+        self.grid.try_for_each_edge(self.weights, |u, v, w| {
+            sorter.push(Keyed {
+                key: key(u, v, w),
+                u,
+                v,
+                w,
+                pad: 0,
+            })
+        })?;
         let path = dir.path().join(format!("{name}.sorted"));
         let mut out = LayoutWriter::create(&path, FileKind::SortedEdges, stats.clone())?;
         let mut sorted = sorter.finish()?;
@@ -673,13 +652,6 @@ impl<'s> StreamEngine<'s> {
         })
     }
 
-    fn budget_work_dir(&self) -> PathBuf {
-        self.cfg
-            .work_dir
-            .clone()
-            .unwrap_or_else(|| self.store.dir().to_path_buf())
-    }
-
     /// Streams a layout from [`StreamEngine::sort`] once, in its order, on the
     /// calling thread, through a loader thread and two buffers; checks its CRC.
     pub fn exec_sorted<F: FnMut(u32, u32, f32)>(
@@ -688,7 +660,7 @@ impl<'s> StreamEngine<'s> {
         mut f: F,
     ) -> Result<()> {
         let rec = if s.weighted { 12usize } else { 8 };
-        let chunk_records = (self.slot_bytes as usize / rec).clamp(1 << 12, 1 << 20);
+        let chunk_records = (self.stats.ring_slot_bytes as usize / rec).clamp(1 << 12, 1 << 20);
         let total = s.edges;
         let file = &s.file;
         let expect_crc = s.file.header.crc;
@@ -765,10 +737,6 @@ impl<'s> StreamEngine<'s> {
         s.mapped_arrays = self.budget.mapped_count();
         s
     }
-}
-
-fn store_mode_differs(mode: ReadMode) -> bool {
-    mode != ReadMode::Buffered
 }
 
 /// A derived layout from [`StreamEngine::sort`]: every edge, in the key's order.

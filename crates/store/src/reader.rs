@@ -382,47 +382,39 @@ impl GridReader {
     /// Reads a whole block (weights too, when `with_weights` and the store has them),
     /// checking its checksums and structure.
     pub fn read_block(&self, row: u32, col: u32, with_weights: bool) -> Result<Block> {
-        let e = *self.entry(row, col);
-        let mut b = Block {
+        let mut raw = RawBlock::default();
+        self.read_block_into(row, col, with_weights, &mut raw)?;
+        Ok(Block {
             row,
             col,
-            ..Default::default()
-        };
-        if e.edges == 0 {
-            b.offs = vec![0];
-            if self.weighted && with_weights {
-                b.weights = Some(Vec::new());
+            srcs: raw.srcs().to_vec(),
+            offs: raw.offs().to_vec(),
+            dsts: raw.dsts().to_vec(),
+            weights: raw.weights().map(|w| w.to_vec()),
+        })
+    }
+
+    /// Calls `f(u, v, w)` for every edge, blocks in row-major order (w = 1.0 unless
+    /// read with weights), reading each block once with its checks; stops at the
+    /// first error `f` returns.
+    pub fn try_for_each_edge<E: From<StoreError>>(
+        &self,
+        with_weights: bool,
+        mut f: impl FnMut(u32, u32, f32) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let mut b = RawBlock::default();
+        for r in 0..self.p {
+            for c in 0..self.p {
+                self.read_block_into(r, c, with_weights, &mut b)?;
+                let (srcs, offs, dsts, ws) = (b.srcs(), b.offs(), b.dsts(), b.weights());
+                for (k, &u) in srcs.iter().enumerate() {
+                    for x in offs[k] as usize..offs[k + 1] as usize {
+                        f(u, dsts[x], ws.map_or(1.0, |w| w[x]))?;
+                    }
+                }
             }
-            return Ok(b);
         }
-        let s = e.sources as usize;
-        let want_w = self.weighted && with_weights;
-        let len = e.topology_bytes() + if want_w { 4 * e.edges } else { 0 };
-        let mut raw = vec![0u32; (len / 4) as usize];
-        self.data
-            .read_payload(e.offset, bytemuck::cast_slice_mut(&mut raw))?;
-        let bytes: &[u8] = bytemuck::cast_slice(&raw);
-        let topo = e.topology_bytes() as usize;
-        if crc32fast::hash(&bytes[..topo]) != e.crc_topology {
-            return Err(self.damaged(row, col, "checksum mismatch: the block is damaged"));
-        }
-        if want_w && crc32fast::hash(&bytes[topo..]) != e.crc_weights {
-            return Err(self.damaged(row, col, "weights checksum mismatch: the block is damaged"));
-        }
-        b.srcs = raw[..s].to_vec();
-        b.offs = raw[s..2 * s + 1].to_vec();
-        b.dsts = raw[2 * s + 1..2 * s + 1 + e.edges as usize].to_vec();
-        if want_w {
-            b.weights = Some(bytemuck::cast_slice(&raw[2 * s + 1 + e.edges as usize..]).to_vec());
-        }
-        if b.offs[0] != 0
-            || b.offs[s] as u64 != e.edges
-            || b.offs.windows(2).any(|w| w[0] >= w[1])
-            || b.srcs.windows(2).any(|w| w[0] >= w[1])
-        {
-            return Err(self.damaged(row, col, "inconsistent source index"));
-        }
-        Ok(b)
+        Ok(())
     }
 
     /// Bytes [`GridReader::read_block_into`] reads for block (`row`, `col`).
