@@ -4,6 +4,7 @@
 //! crates do the work, and this binary owns presentation: progress bars on stderr
 //! (indicatif), closing summary lines, and error messages with a non-zero exit.
 
+mod bench;
 mod progress;
 mod run;
 
@@ -39,6 +40,10 @@ enum Cmd {
     Run(run::RunArgs),
     /// Run the built-in example end to end: generate, ingest, info, then algorithms.
     Example(ExampleArgs),
+    /// Measure the storage device under a directory (sequential and random, O_DIRECT).
+    Calibrate(bench::CalibrateArgs),
+    /// Run a benchmark spec: each run in a memory-limited cgroup, cold cache; JSON lines, report, plots.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -208,6 +213,8 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Info(a) => cmd_info(&a.store, a.json, !a.no_verify),
         Cmd::Run(a) => run::cmd_run(a),
         Cmd::Example(a) => cmd_example(a),
+        Cmd::Calibrate(a) => bench::cmd_calibrate(a),
+        Cmd::Bench(a) => bench::cmd_bench(a),
     }
 }
 

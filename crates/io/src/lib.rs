@@ -16,11 +16,13 @@
 //! Invariants: a request is counted once, when it completes; a failed write leaves
 //! an error naming the file, never a silently short file.
 
+pub mod calibrate;
 pub mod fault;
 mod file;
 mod size;
 mod stats;
 
+pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
 pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, ALIGN};
 pub use size::{format_bytes, parse_size};
 pub use stats::{IoSnapshot, IoStats};

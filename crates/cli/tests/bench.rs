@@ -1,0 +1,250 @@
+//! `outcore calibrate` and `outcore bench`: a profile is measured and saved; a bench
+//! spec runs end to end in memory-limited cgroups and yields JSON lines, a report and
+//! plots; a run killed by its memory limit is reported as such; bad specs are
+//! refused before anything runs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outcore"))
+        .args(args)
+        .output()
+        .expect("runs outcore")
+}
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn calibrate_measures_saves_and_cleans_up() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let save = dir.path().join("prof/device.json");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let o = run(&[
+        "calibrate",
+        s(&data),
+        "--size",
+        "8M",
+        "--duration",
+        "0.05",
+        "--depths",
+        "1,2",
+        "--json",
+        "--save",
+        s(&save),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["file_bytes"], 8 << 20);
+    assert!(j["seq_read"]["bytes_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(j["random"].as_array().unwrap().len(), 2 * 2 * 2);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(saved, j);
+    assert_eq!(
+        std::fs::read_dir(&data).unwrap().count(),
+        0,
+        "test file removed"
+    );
+    let o = run(&["calibrate", s(&dir.path().join("nope")), "--size", "8M"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("nope"), "{}", err(&o));
+}
+
+const SPEC: &str = r#"
+name = "t"
+repetitions = 1
+threads = 2
+timeout = "3m"
+baseline = "gridgraph"
+
+[[store]]
+name = "small"
+path = "data/small.store"
+generate = ["grid", "--rows", "40", "--cols", "40"]
+ingest = ["--undirected", "--partitions", "4"]
+
+[[store]]
+name = "big"
+path = "data/big.store"
+generate = ["grid", "--rows", "800", "--cols", "800"]
+ingest = ["--undirected", "--partitions", "4"]
+
+[[scenario]]
+name = "semi"
+limit = "64M"
+memory = "32M"
+
+[[scenario]]
+name = "tight"
+limit = "8M"
+memory = "1G"
+
+[[config]]
+name = "gridgraph"
+mrt = 1
+algorithms = { wcc = "wcc-lp" }
+
+[[config]]
+name = "clip2"
+mrt = 2
+
+[[config]]
+name = "clip"
+mrt = 5
+
+[[algorithm]]
+name = "bfs"
+root = { small = 0 }
+stores = ["small"]
+scenarios = ["semi"]
+
+[[algorithm]]
+name = "wcc"
+stores = ["small"]
+scenarios = ["semi"]
+
+[[algorithm]]
+name = "pagerank"
+args = ["--iterations", "2"]
+stores = ["big"]
+scenarios = ["tight"]
+"#;
+
+#[test]
+fn bench_runs_reports_and_plots() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let spec = dir.path().join("t.toml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let out = dir.path().join("out");
+    let cgroups = outcore_cgroup_available();
+    let mut args = vec!["bench", s(&spec), "--out", s(&out)];
+    if !cgroups {
+        eprintln!(
+            "no memory cgroup can be created here: running with --no-cgroup, OOM not checked"
+        );
+        args.push("--no-cgroup");
+    }
+    let o = run(&args);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("bench: 9 runs"), "{}", err(&o));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 9);
+    for l in &lines {
+        if l["algorithm"] != "pagerank" {
+            assert_eq!(l["status"], "ok", "{l}");
+            assert!(l["iterations"].as_u64().unwrap() >= 1);
+            assert!(
+                l["engine_read_bytes"].as_u64().unwrap() >= l["one_pass_bytes"].as_u64().unwrap()
+            );
+            assert!(l["wall_s"].as_f64().unwrap() > 0.0);
+        }
+    }
+    let bfs_grid = lines
+        .iter()
+        .find(|l| l["id"] == "small/semi/bfs/gridgraph/r1")
+        .unwrap();
+    // A 40 x 40 lattice from a corner: 79 levels, one iteration each with MRT 1.
+    assert_eq!(bfs_grid["iterations"], 79);
+    let wcc_grid = lines
+        .iter()
+        .find(|l| l["id"] == "small/semi/wcc/gridgraph/r1")
+        .unwrap();
+    assert_eq!(wcc_grid["runs"], "wcc-lp");
+    let wcc_clip = lines
+        .iter()
+        .find(|l| l["id"] == "small/semi/wcc/clip/r1")
+        .unwrap();
+    assert_eq!(wcc_clip["iterations"], 1);
+    assert_eq!(wcc_clip["engine_read_bytes"], wcc_clip["one_pass_bytes"]);
+    if cgroups {
+        // 640,000 vertices of in-memory PageRank state cannot fit in 8 MiB.
+        for l in lines.iter().filter(|l| l["algorithm"] == "pagerank") {
+            assert_eq!(l["status"], "oom-killed", "{l}");
+            assert_eq!(l["limit_bytes"], 8 << 20);
+        }
+        let semi = lines.iter().find(|l| l["scenario"] == "semi").unwrap();
+        assert!(semi["peak_bytes"].as_u64().unwrap() <= 64 << 20);
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("## small — semi (limit 64.00 MiB, --memory 32.00 MiB)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| wcc | gridgraph (wcc-lp) | 1/1 |"),
+        "{report}"
+    );
+    assert!(report.contains("| bfs | clip | "), "{report}");
+    if cgroups {
+        assert!(
+            report.contains("| pagerank | clip | 0/1 **oom-killed** ×1 |"),
+            "{report}"
+        );
+    }
+    for plot in [
+        "small-semi.svg",
+        "small-semi-bfs-mrt.svg",
+        "small-semi-wcc-mrt.svg",
+    ] {
+        let svg = std::fs::read_to_string(out.join("plots").join(plot)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{plot}");
+        assert!(report.contains(&format!("(plots/{plot})")), "{plot}");
+    }
+    // Re-rendering from the JSON lines gives the same report.
+    std::fs::remove_file(out.join("report.md")).unwrap();
+    let o = run(&["bench", "--report-only", s(&out)]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.md")).unwrap(),
+        report
+    );
+}
+
+fn outcore_cgroup_available() -> bool {
+    outcore_bench::detect().is_ok()
+}
+
+#[test]
+fn bad_specs_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cases = [
+        (
+            SPEC.replace(
+                "generate = [\"grid\", \"--rows\", \"40\", \"--cols\", \"40\"]",
+                "",
+            ),
+            "is not a store",
+        ),
+        (
+            SPEC.replace("name = \"wcc\"", "name = \"wcc-fast\""),
+            "unknown algorithm \"wcc-fast\"",
+        ),
+        (SPEC.replace("limit = \"64M\"", "limit = \"lots\""), "limit"),
+        (
+            SPEC.replace("root = { small = 0 }", "root = { small = 99999 }"),
+            "root 99999 is not a vertex",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let spec = dir.path().join(format!("s{i}.toml"));
+        std::fs::write(&spec, text).unwrap();
+        let out = dir.path().join(format!("out{i}"));
+        let o = run(&["bench", s(&spec), "--out", s(&out), "--no-cgroup"]);
+        assert!(!o.status.success(), "case {i} accepted");
+        assert!(err(&o).contains(want), "case {i}: {}", err(&o));
+        assert!(!out.join("runs.jsonl").exists(), "case {i}: something ran");
+    }
+    let o = run(&["bench", s(&dir.path().join("missing.toml"))]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("missing.toml"), "{}", err(&o));
+}
