@@ -100,7 +100,6 @@ pub struct Cell {
     pub bw: Option<f64>,
     pub peak: Option<u64>,
     pub failures: BTreeMap<String, usize>,
-    pub error: Option<String>,
 }
 
 impl Cell {
@@ -128,7 +127,6 @@ impl Cell {
                 .filter_map(|r| r.peak_bytes.or(Some(r.max_rss_bytes)))
                 .max(),
             failures,
-            error: runs.iter().find(|r| !r.ok()).and_then(|r| r.error.clone()),
         }
     }
 }
@@ -258,8 +256,18 @@ iterations as the engine counts them; *read* is what the engine read from the st
                     for (status, n) in &cell.failures {
                         let _ = write!(ok, " **{status}** ×{n}");
                     }
-                    if let Some(e) = &cell.error {
-                        notes.push(format!("{a}/{c}: {}", e.replace('|', "\\|")));
+                    for r in runs.iter().filter(|r| !r.ok()) {
+                        let e = r
+                            .error
+                            .as_deref()
+                            .filter(|e| !e.is_empty())
+                            .unwrap_or("no message");
+                        notes.push(format!(
+                            "{a}/{c} r{} {}: {}",
+                            r.rep,
+                            r.status,
+                            e.replace('|', "\\|")
+                        ));
                     }
                     let time = match (cell.time, cell.time_range) {
                         (Some(m), Some((lo, hi))) if cell.ok > 1 => {
@@ -286,7 +294,7 @@ iterations as the engine counts them; *read* is what the engine read from the st
             }
             let _ = writeln!(s);
             for n in notes {
-                let _ = writeln!(s, "- failed run: {n}");
+                let _ = writeln!(s, "- not ok: {n}");
             }
             let others: Vec<&String> = g.configs.iter().filter(|c| **c != meta.baseline).collect();
             if g.configs.contains(&meta.baseline) && !others.is_empty() {
@@ -411,7 +419,10 @@ mod tests {
             md.contains("| wcc | grid (wcc-lp) | 0/1 **oom-killed** ×1 | — |"),
             "{md}"
         );
-        assert!(md.contains("failed run: wcc/grid: outcore: killed"), "{md}");
+        assert!(
+            md.contains("not ok: wcc/grid r1 oom-killed: outcore: killed"),
+            "{md}"
+        );
         // time 11/2.5 = 4.40x, bytes 10000/2000 = 5.00x, iterations 10/2 = 5.00x
         assert!(
             md.contains("| bfs | clip | 4.40x | 5.00x | 5.00x |"),

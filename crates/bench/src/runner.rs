@@ -324,7 +324,7 @@ pub fn execute(
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
         let error = (status != "ok").then(|| {
-            std::fs::read_to_string(&log)
+            let last = std::fs::read_to_string(&log)
                 .ok()
                 .and_then(|t| {
                     t.lines()
@@ -332,7 +332,24 @@ pub fn execute(
                         .find(|l| !l.trim().is_empty())
                         .map(str::to_string)
                 })
-                .unwrap_or_default()
+                .unwrap_or_default();
+            let why = match status {
+                "timeout" => format!(
+                    "killed after the spec's timeout of {:.0}s",
+                    plan.timeout.as_secs_f64()
+                ),
+                "oom-killed" => format!(
+                    "killed by the memory limit of {}",
+                    r.limit.map_or("?".into(), outcore_io::format_bytes)
+                ),
+                "killed" => format!("killed by signal {}", o.signal.unwrap_or(0)),
+                _ => format!("exit status {}", o.exit_code.unwrap_or(-1)),
+            };
+            if last.is_empty() {
+                why
+            } else {
+                format!("{why}; last line of its stderr: {last}")
+            }
         });
         let get_u = |k: &str| {
             engine

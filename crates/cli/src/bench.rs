@@ -95,6 +95,9 @@ pub struct BenchArgs {
     /// Print the planned runs and exit.
     #[arg(long)]
     dry_run: bool,
+    /// Build the spec's missing stores, check them, and exit.
+    #[arg(long)]
+    prepare_only: bool,
     /// Re-render report.md and plots from an output directory's runs.jsonl.
     #[arg(long, value_name = "DIR", conflicts_with = "spec")]
     report_only: Option<PathBuf>,
@@ -155,7 +158,6 @@ pub fn cmd_bench(a: BenchArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("bench-results").join(&plan.spec.name));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let exe = std::env::current_exe().context("locating the outcore binary")?;
     let t = Instant::now();
     runner::prepare_stores(&plan, &exe, |e| {
@@ -164,6 +166,13 @@ pub fn cmd_bench(a: BenchArgs) -> Result<()> {
         }
     })?;
     let (min_bytes, stores) = runner::check_stores(&plan)?;
+    if a.prepare_only {
+        for (name, about) in &stores {
+            eprintln!("bench: store {name}: {about}");
+        }
+        return Ok(());
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let meta = BenchMeta {
         name: plan.spec.name.clone(),
         description: plan.spec.description.clone(),
