@@ -102,7 +102,7 @@ pub fn detect() -> Result<Limiter, BenchError> {
         if !ctl.split_whitespace().any(|c| c == "memory") {
             std::fs::write(parent.join("cgroup.subtree_control"), "+memory").map_err(|e| {
                 BenchError::Cgroup(format!(
-                    "cannot enable the memory controller for child cgroups of {} ({e}); cgroup v2 needs a delegated cgroup whose own processes live in a leaf (e.g. `systemd-run --user --scope -p Delegate=yes`), or root",
+                    "cannot enable the memory controller for child cgroups of {} ({e}); cgroup v2 needs a delegated cgroup whose own processes live in a leaf (e.g. `systemd-run --user --scope -p Delegate=yes`), or root; or pass --no-cgroup to run without memory limits",
                     parent.display()
                 ))
             })?;

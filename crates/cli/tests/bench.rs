@@ -248,3 +248,36 @@ fn bad_specs_are_refused_before_anything_runs() {
     assert!(!o.status.success());
     assert!(err(&o).contains("missing.toml"), "{}", err(&o));
 }
+
+/// Without permission to create a cgroup (here: the same binary run as `nobody`), the
+/// bench stops before running anything and says what to do.
+#[test]
+fn no_cgroup_permission_is_a_clear_error() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipping: needs root and setpriv to run the bench as an unprivileged user");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let spec = dir.path().join("t.toml");
+    std::fs::write(&spec, SPEC).unwrap();
+    std::fs::set_permissions(&spec, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_outcore"))
+        .args(["bench", s(&spec), "--out", s(&out)])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = err(&o);
+    assert!(
+        e.contains("cannot create a child memory cgroup")
+            || e.contains("cannot enable the memory controller"),
+        "{e}"
+    );
+    assert!(e.contains("--no-cgroup"), "{e}");
+    assert!(!out.exists(), "nothing ran");
+}
