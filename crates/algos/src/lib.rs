@@ -18,6 +18,7 @@
 //! writing them in ascending user-id order.
 
 pub mod bfs;
+pub mod jobs;
 pub mod mis;
 pub mod mis_luby;
 pub mod pagerank;

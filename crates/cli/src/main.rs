@@ -5,6 +5,7 @@
 //! (indicatif), closing summary lines, and error messages with a non-zero exit.
 
 mod bench;
+mod jobs;
 mod progress;
 mod run;
 
@@ -40,6 +41,8 @@ enum Cmd {
     Run(run::RunArgs),
     /// Run the built-in example end to end: generate, ingest, info, then algorithms.
     Example(ExampleArgs),
+    /// Run several jobs (bfs, sssp, wcc, pagerank) sharing one scan of the store (GraphCP).
+    Jobs(jobs::JobsArgs),
     /// Measure the storage device under a directory (sequential and random, O_DIRECT).
     Calibrate(bench::CalibrateArgs),
     /// Run a benchmark spec: each run in a memory-limited cgroup, cold cache; JSON lines, report, plots.
@@ -193,7 +196,7 @@ fn main() {
     }
 }
 
-fn set_threads(n: Option<usize>) -> Result<()> {
+pub(crate) fn set_threads(n: Option<usize>) -> Result<()> {
     if let Some(n) = n {
         if n == 0 {
             bail!("--threads must be at least 1");
@@ -213,6 +216,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Info(a) => cmd_info(&a.store, a.json, !a.no_verify),
         Cmd::Run(a) => run::cmd_run(a),
         Cmd::Example(a) => cmd_example(a),
+        Cmd::Jobs(a) => jobs::cmd_jobs(a),
         Cmd::Calibrate(a) => bench::cmd_calibrate(a),
         Cmd::Bench(a) => bench::cmd_bench(a),
     }

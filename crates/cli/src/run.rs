@@ -329,7 +329,7 @@ fn dtype(c: &Cell) -> &'static str {
     }
 }
 
-fn write_output(
+pub(crate) fn write_output(
     path: &Path,
     fmt: OutFormat,
     out: &Output,

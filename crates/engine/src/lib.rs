@@ -5,10 +5,14 @@
 //! block is re-entered up to MRT times while it changes something (§3.1); edge
 //! functions may read and write any vertex (§3.2) through vertex arrays held in
 //! memory or mmap'd (§3.3); blocks whose sources are all inactive are never read
-//! (§4.3). Later engines (shared jobs, vertex-centric, external) live beside it.
+//! (§4.3). [`jobs`] is GraphCP's concurrent-jobs engine (FCS'24 §3): several BSP jobs
+//! share each sub-block they load, loaded whole or selectively by an I/O cost model.
+//! Later engines (vertex-centric, external) live beside them.
 
 pub mod error;
+pub mod jobs;
 pub mod stream;
 
 pub use error::{EngineError, Result};
+pub use jobs::{IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats};
 pub use stream::{BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine, StreamStats};

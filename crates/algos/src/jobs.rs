@@ -1,0 +1,389 @@
+//! BSP jobs for the concurrent-jobs engine (GraphCP, graphcp-fcs24.md §3.6 and
+//! Algorithm 5): bfs, sssp, wcc (label propagation) and pagerank, each with its own
+//! values, and the `algo[:key=value,...]` job specs of `outcore jobs`.
+//!
+//! bfs, sssp and wcc relax with atomic minima on one array per job: a relaxation
+//! that reads a value newer than the previous iteration's only converges sooner,
+//! and the fixpoint — exact depths / distances with the smallest parent id among
+//! the tied ones, or the smallest id of each component — is unique, so a job's
+//! answer equals the streaming engine's and its own single-job run. PageRank keeps
+//! the previous iteration's shares and the next iteration's sums apart (BSP), as
+//! LDBC Graphalytics defines it (see [`crate::pagerank`]).
+
+use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Params, Result, Run};
+use outcore_engine::{Job, JobCtx};
+use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
+use outcore_store::{IdMap, Store};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+/// A parsed job spec: `algo[:key=value,...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    pub text: String,
+    pub algo: Algo,
+    /// `root=` in the user's ids.
+    pub root: Option<u64>,
+    pub iterations: Option<u64>,
+    pub damping: f64,
+}
+
+/// The algorithms the jobs engine runs.
+pub const JOB_ALGOS: [Algo; 4] = [Algo::Bfs, Algo::Sssp, Algo::WccLp, Algo::PageRank];
+
+impl std::str::FromStr for JobSpec {
+    type Err = String;
+    fn from_str(text: &str) -> std::result::Result<JobSpec, String> {
+        let bad = |m: String| format!("job spec {text:?}: {m}");
+        let (name, rest) = match text.split_once(':') {
+            Some((n, r)) => (n, Some(r)),
+            None => (text, None),
+        };
+        let algo = match name {
+            "wcc" | "wcc-lp" => Algo::WccLp,
+            n => Algo::from_name(n)
+                .filter(|a| JOB_ALGOS.contains(a))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "unknown job algorithm {n:?} (bfs, sssp, wcc, pagerank)"
+                    ))
+                })?,
+        };
+        let mut spec = JobSpec {
+            text: text.to_string(),
+            algo,
+            root: None,
+            iterations: None,
+            damping: 0.85,
+        };
+        for kv in rest.into_iter().flat_map(|r| r.split(',')) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| bad(format!("{kv:?} is not key=value")))?;
+            match k {
+                "root" if algo.needs_root() => {
+                    spec.root = Some(
+                        v.parse()
+                            .map_err(|_| bad(format!("root {v:?} is not a vertex id")))?,
+                    )
+                }
+                "iterations" if algo == Algo::PageRank => {
+                    spec.iterations =
+                        Some(v.parse().ok().filter(|&i: &u64| i > 0).ok_or_else(|| {
+                            bad(format!("iterations {v:?} is not a positive integer"))
+                        })?)
+                }
+                "damping" if algo == Algo::PageRank => {
+                    spec.damping = v
+                        .parse()
+                        .ok()
+                        .filter(|d: &f64| *d > 0.0 && *d < 1.0)
+                        .ok_or_else(|| bad(format!("damping {v:?} is not between 0 and 1")))?
+                }
+                _ => return Err(bad(format!("{} takes no key {k:?}", name))),
+            }
+        }
+        if algo.needs_root() && spec.root.is_none() {
+            return Err(bad(format!("{name} needs root=ID")));
+        }
+        Ok(spec)
+    }
+}
+
+/// A job that can also hand back its result.
+pub trait BspJob: Job {
+    fn into_run(self: Box<Self>, iterations: u64) -> Run;
+}
+
+/// Builds the job of `spec` on `store` (the root resolved to a dense id).
+pub fn make_job(spec: &JobSpec, store: &Store) -> Result<Box<dyn BspJob>> {
+    let n = store.vertices() as usize;
+    let ids = store.id_map()?;
+    let root = match spec.root {
+        Some(r) => Some(ids.to_dense(r).ok_or_else(|| {
+            AlgoError::Invalid(format!(
+                "job spec {:?}: root {r} is not a vertex of the store",
+                spec.text
+            ))
+        })?),
+        None => None,
+    };
+    Ok(match spec.algo {
+        Algo::Bfs => Box::new(Bfs {
+            root: root.expect("checked"),
+            st: VertexArray::in_memory(n, u64::MAX),
+        }),
+        Algo::Sssp => Box::new(Sssp {
+            root: root.expect("checked"),
+            st: VertexArray::in_memory(n, u64::MAX),
+            bad: AtomicU64::new(u64::MAX),
+            bad_w: AtomicU64::new(0),
+            ids,
+        }),
+        Algo::WccLp => Box::new(Wcc {
+            label: VertexArray::in_memory(n, 0),
+            directed: store.manifest().directed,
+            changed: AtomicBool::new(false),
+        }),
+        Algo::PageRank => {
+            let p = Params {
+                iterations: Some(spec.iterations.unwrap_or(10)),
+                damping: spec.damping,
+                ..Params::default()
+            };
+            Box::new(PageRank {
+                iterations: p.iterations.unwrap(),
+                damping: p.damping,
+                deg: store.degrees("out")?,
+                rank: VertexArray::in_memory(n, 1.0 / n as f64),
+                contrib: VertexArray::in_memory(n, 0.0),
+                sum: VertexArray::in_memory(n, 0.0),
+            })
+        }
+        a => {
+            return Err(AlgoError::Invalid(format!(
+                "{} is not a job algorithm",
+                a.name()
+            )))
+        }
+    })
+}
+
+struct Bfs {
+    root: u32,
+    st: VertexArray<u64>,
+}
+
+impl Job for Bfs {
+    fn init(&mut self, active: &AtomicBitmap) {
+        self.st.atomic()[self.root as usize].store(self.root as u64, Relaxed);
+        active.set(self.root);
+    }
+    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, _: f32) {
+        let a = self.st.atomic();
+        let du = a[u as usize].load(Relaxed) >> 32;
+        let cand = ((du + 1) << 32) | u as u64;
+        if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
+            ctx.activate(v);
+        }
+    }
+    fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
+        Ok(!next.any())
+    }
+}
+
+impl BspJob for Bfs {
+    fn into_run(self: Box<Self>, iterations: u64) -> Run {
+        let reached = self.st.iter().filter(|&&x| x != u64::MAX).count();
+        let depth = self
+            .st
+            .iter()
+            .filter(|&&x| x != u64::MAX)
+            .map(|x| x >> 32)
+            .max()
+            .unwrap_or(0);
+        Run {
+            summary: format!("{reached} vertices reached, maximum depth {depth}"),
+            output: Output::Bfs(self.st),
+            iterations,
+        }
+    }
+}
+
+struct Sssp {
+    root: u32,
+    st: VertexArray<u64>,
+    bad: AtomicU64,
+    bad_w: AtomicU64,
+    ids: IdMap,
+}
+
+impl Job for Sssp {
+    fn weighted(&self) -> bool {
+        true
+    }
+    fn init(&mut self, active: &AtomicBitmap) {
+        self.st.atomic()[self.root as usize].store(self.root as u64, Relaxed);
+        active.set(self.root);
+    }
+    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
+        if w < 0.0 || w.is_nan() {
+            self.bad.store(((u as u64) << 32) | v as u64, Relaxed);
+            self.bad_w.store(w.to_bits() as u64, Relaxed);
+            return;
+        }
+        let a = self.st.atomic();
+        let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
+        let cand = (((du + w).to_bits() as u64) << 32) | u as u64;
+        if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
+            ctx.activate(v);
+        }
+    }
+    fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
+        let b = self.bad.load(Relaxed);
+        if b != u64::MAX {
+            return Err(format!(
+                "sssp needs non-negative weights, but edge ({}, {}) has weight {}",
+                self.ids.to_user((b >> 32) as u32),
+                self.ids.to_user(b as u32),
+                f32::from_bits(self.bad_w.load(Relaxed) as u32)
+            ));
+        }
+        Ok(!next.any())
+    }
+}
+
+impl BspJob for Sssp {
+    fn into_run(self: Box<Self>, iterations: u64) -> Run {
+        let reached = self.st.iter().filter(|&&x| x != u64::MAX).count();
+        let far = self
+            .st
+            .iter()
+            .filter(|&&x| x != u64::MAX)
+            .map(|x| f32::from_bits((x >> 32) as u32))
+            .fold(0f32, f32::max);
+        Run {
+            summary: format!("{reached} vertices reached, largest distance {far}"),
+            output: Output::Sssp(self.st),
+            iterations,
+        }
+    }
+}
+
+struct Wcc {
+    label: VertexArray<u32>,
+    directed: bool,
+    changed: AtomicBool,
+}
+
+impl Job for Wcc {
+    fn init(&mut self, active: &AtomicBitmap) {
+        for (v, l) in self.label.iter_mut().enumerate() {
+            *l = v as u32;
+        }
+        active.set_all();
+    }
+    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, _: f32) {
+        let a = self.label.atomic();
+        let (lu, lv) = (a[u as usize].load(Relaxed), a[v as usize].load(Relaxed));
+        if lu < lv {
+            if a[v as usize].fetch_min(lu, Relaxed) > lu {
+                ctx.activate(v);
+                self.changed.store(true, Relaxed);
+            }
+        } else if lv < lu && self.directed && a[u as usize].fetch_min(lv, Relaxed) > lv {
+            ctx.activate(u);
+            self.changed.store(true, Relaxed);
+        }
+    }
+    fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
+        // On a directed store a label must also flow against the edges, so every
+        // edge is seen again until no label changes.
+        let changed = self.changed.swap(false, Relaxed);
+        if changed && self.directed {
+            next.set_all();
+        }
+        Ok(!changed)
+    }
+}
+
+impl BspJob for Wcc {
+    fn into_run(self: Box<Self>, iterations: u64) -> Run {
+        let components = self
+            .label
+            .iter()
+            .enumerate()
+            .filter(|(v, &l)| *v as u32 == l)
+            .count();
+        Run {
+            summary: format!("{components} components"),
+            output: Output::Labels(self.label),
+            iterations,
+        }
+    }
+}
+
+struct PageRank {
+    iterations: u64,
+    damping: f64,
+    deg: Vec<u32>,
+    rank: VertexArray<f64>,
+    contrib: VertexArray<f64>,
+    sum: VertexArray<f64>,
+}
+
+impl PageRank {
+    /// The previous iteration's shares, and the sums cleared for the next.
+    fn prepare(&mut self, active: &AtomicBitmap) {
+        for v in 0..self.rank.len() {
+            let k = self.deg[v];
+            self.contrib[v] = if k == 0 { 0.0 } else { self.rank[v] / k as f64 };
+            self.sum[v] = 0.0;
+        }
+        active.set_all();
+    }
+}
+
+impl Job for PageRank {
+    fn init(&mut self, active: &AtomicBitmap) {
+        self.prepare(active);
+    }
+    fn edge(&self, _: &JobCtx, u: u32, v: u32, _: f32) {
+        atomic_add_f64(&self.sum.atomic()[v as usize], self.contrib[u as usize]);
+    }
+    fn end_iteration(
+        &mut self,
+        iteration: u64,
+        next: &AtomicBitmap,
+    ) -> std::result::Result<bool, String> {
+        let n = self.rank.len() as f64;
+        let d = self.damping;
+        let base = (1.0 - d) / n + d * dangling_sum(&self.rank, &self.deg) / n;
+        for v in 0..self.rank.len() {
+            self.rank[v] = base + d * self.sum[v];
+        }
+        if iteration >= self.iterations {
+            return Ok(true);
+        }
+        self.prepare(next);
+        Ok(false)
+    }
+}
+
+impl BspJob for PageRank {
+    fn into_run(self: Box<Self>, iterations: u64) -> Run {
+        let total: f64 = self.rank.iter().sum();
+        Run {
+            summary: format!("{iterations} iterations, rank sum {total:.6}"),
+            output: Output::Values(self.rank),
+            iterations,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs() {
+        let s: JobSpec = "bfs:root=17".parse().unwrap();
+        assert_eq!((s.algo, s.root), (Algo::Bfs, Some(17)));
+        let s: JobSpec = "pagerank:iterations=5,damping=0.9".parse().unwrap();
+        assert_eq!(
+            (s.algo, s.iterations, s.damping),
+            (Algo::PageRank, Some(5), 0.9)
+        );
+        assert_eq!("wcc".parse::<JobSpec>().unwrap().algo, Algo::WccLp);
+        for (bad, want) in [
+            ("bfs", "needs root=ID"),
+            ("bfs:root=x", "not a vertex id"),
+            ("mis", "unknown job algorithm"),
+            ("wcc:root=1", "takes no key \"root\""),
+            ("pagerank:iterations=0", "not a positive integer"),
+            ("sssp:root", "not key=value"),
+        ] {
+            let e = bad.parse::<JobSpec>().unwrap_err();
+            assert!(e.contains(want) && e.contains(bad), "{bad}: {e}");
+        }
+    }
+}

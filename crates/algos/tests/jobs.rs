@@ -1,0 +1,245 @@
+//! The concurrent-jobs engine (GraphCP): for the paper's workload mixes — Het
+//! {pagerank, bfs, wcc, sssp}, Hom1 {bfs x 4 roots}, Hom2 {sssp x 4}, Sim1 {bfs,
+//! sssp} x 2, Sim2 {pagerank, wcc} x 2 — under every I/O mode, on generated graphs
+//! with 1, 4 and 16 partitions, every job's result equals the same job run alone,
+//! the in-memory reference of `outcore-testkit`, and passes `verify`.
+
+use outcore_algos::jobs::{make_job, BspJob, JobSpec};
+use outcore_algos::{verify::verify, Algo, Output, Params};
+use outcore_engine::{IoMode, Job, JobsConfig, JobsEngine, JobsStats};
+use outcore_io::IoStats;
+use outcore_store::ingest::Quiet;
+use outcore_store::{ingest, IngestOptions, Store};
+use outcore_testkit::gen::{generate, GenKind, GenOptions};
+use outcore_testkit::reference::{self, MemGraph};
+use std::path::Path;
+
+fn build(dir: &Path, name: &str, kind: GenKind, undirected: bool, p: u32) -> (Store, MemGraph) {
+    let input = dir.join(format!("{name}.bin32w"));
+    if !input.exists() {
+        let opts = GenOptions {
+            kind: kind.clone(),
+            seed: 11,
+            weighted: true,
+            text: false,
+        };
+        generate(&opts, &input, IoStats::new(), &|_| {}).unwrap();
+    }
+    let n = kind.vertices() as u32;
+    let mut g = MemGraph::from_bin(&std::fs::read(&input).unwrap(), n, true);
+    if undirected {
+        g = g.undirected();
+    }
+    let out = dir.join(format!("{name}-p{p}"));
+    let opts = IngestOptions {
+        undirected,
+        partitions: Some(p),
+        vertices: Some(n as u64),
+        memory: 64 << 20,
+        ..Default::default()
+    };
+    ingest(&[input], &out, &opts, &Quiet).unwrap();
+    (Store::open(&out).unwrap(), g)
+}
+
+fn run_jobs(
+    store: &Store,
+    specs: &[JobSpec],
+    mode: IoMode,
+) -> (Vec<outcore_algos::Run>, JobsStats) {
+    let mut jobs: Vec<Box<dyn BspJob>> =
+        specs.iter().map(|s| make_job(s, store).unwrap()).collect();
+    let cfg = JobsConfig {
+        memory: 1 << 20,
+        io_mode: mode,
+        // Small enough that Algorithm 1 sees both sequential and random runs.
+        io_block: 256,
+        ..Default::default()
+    };
+    let mut e = JobsEngine::new(store, cfg).unwrap();
+    {
+        let mut refs: Vec<&mut dyn Job> =
+            jobs.iter_mut().map(|j| &mut **j as &mut dyn Job).collect();
+        e.run(&mut refs, None).unwrap();
+    }
+    let st = e.stats().clone();
+    assert_eq!(st.jobs.len(), specs.len());
+    assert!(st.jobs.iter().all(|j| j.finished));
+    match mode {
+        IoMode::Sequential => assert_eq!(st.blocks_selective, 0),
+        IoMode::Selective => assert_eq!(st.blocks_whole, 0),
+        IoMode::Auto => {}
+    }
+    let runs = jobs
+        .into_iter()
+        .zip(&st.jobs)
+        .map(|(j, s)| j.into_run(s.iterations))
+        .collect();
+    (runs, st)
+}
+
+fn same(a: &Output, b: &Output, ctx: &str) {
+    match (a, b) {
+        (Output::Bfs(x), Output::Bfs(y)) | (Output::Sssp(x), Output::Sssp(y)) => {
+            assert_eq!(&x[..], &y[..], "{ctx}")
+        }
+        (Output::Labels(x), Output::Labels(y)) => assert_eq!(&x[..], &y[..], "{ctx}"),
+        (Output::Values(x), Output::Values(y)) => {
+            let l1: f64 = x.iter().zip(y.iter()).map(|(a, b)| (a - b).abs()).sum();
+            assert!(l1 <= 1e-12, "{ctx}: L1 {l1:e}");
+        }
+        _ => panic!("{ctx}: different kinds of output"),
+    }
+}
+
+fn against_reference(store: &Store, g: &MemGraph, spec: &JobSpec, out: &Output, ctx: &str) {
+    let root = spec.root.unwrap_or(0) as u32;
+    let params = Params {
+        root,
+        iterations: Some(spec.iterations.unwrap_or(10)).filter(|_| spec.algo == Algo::PageRank),
+        ..Default::default()
+    };
+    verify(store, spec.algo, &params, out).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    match out {
+        Output::Bfs(a) => {
+            let got: Vec<Option<u32>> = a
+                .iter()
+                .map(|&x| outcore_algos::bfs_entry(x).map(|t| t.0))
+                .collect();
+            assert_eq!(got, reference::bfs(g, root), "{ctx}");
+        }
+        Output::Sssp(a) => {
+            let got: Vec<Option<f32>> = a
+                .iter()
+                .map(|&x| outcore_algos::sssp_entry(x).map(|t| t.0))
+                .collect();
+            assert_eq!(got, reference::sssp(g, root), "{ctx}");
+        }
+        Output::Labels(l) => assert_eq!(&l[..], &reference::wcc(g)[..], "{ctx}"),
+        Output::Values(x) => {
+            let want = reference::pagerank(g, 0.85, spec.iterations.unwrap_or(10) as _);
+            let l1: f64 = x.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum();
+            assert!(l1 <= 1e-12, "{ctx}: L1 {l1:e}");
+        }
+        Output::Flags(_) => unreachable!(),
+    }
+}
+
+#[test]
+fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let graphs = [
+        (
+            "kron",
+            GenKind::Kronecker {
+                scale: 9,
+                edge_factor: 8,
+            },
+            false,
+        ),
+        ("grid-und", GenKind::Grid { rows: 20, cols: 15 }, true),
+    ];
+    let (mut auto_whole, mut auto_selective) = (0, 0);
+    for (name, kind, undirected) in graphs {
+        for p in [1u32, 4, 16] {
+            let (store, g) = build(dir.path(), name, kind.clone(), undirected, p);
+            let n = g.n as u64;
+            let r = [0, n / 3, n - 1, n / 2];
+            let spec = |s: String| s.parse::<JobSpec>().unwrap();
+            let mixes: Vec<(&str, Vec<JobSpec>)> = vec![
+                (
+                    "Het",
+                    vec![
+                        spec("pagerank:iterations=5".into()),
+                        spec(format!("bfs:root={}", r[1])),
+                        spec("wcc".into()),
+                        spec(format!("sssp:root={}", r[2])),
+                    ],
+                ),
+                (
+                    "Hom1",
+                    r.iter().map(|x| spec(format!("bfs:root={x}"))).collect(),
+                ),
+                (
+                    "Hom2",
+                    r.iter().map(|x| spec(format!("sssp:root={x}"))).collect(),
+                ),
+                (
+                    "Sim1",
+                    vec![
+                        spec(format!("bfs:root={}", r[0])),
+                        spec(format!("sssp:root={}", r[1])),
+                        spec(format!("bfs:root={}", r[2])),
+                        spec(format!("sssp:root={}", r[3])),
+                    ],
+                ),
+                (
+                    "Sim2",
+                    vec![
+                        spec("pagerank".into()),
+                        spec("wcc".into()),
+                        spec("pagerank:iterations=3,damping=0.8".into()),
+                        spec("wcc".into()),
+                    ],
+                ),
+            ];
+            for (mix, specs) in &mixes {
+                let alone: Vec<Output> = specs
+                    .iter()
+                    .map(|s| {
+                        run_jobs(&store, std::slice::from_ref(s), IoMode::Sequential)
+                            .0
+                            .remove(0)
+                            .output
+                    })
+                    .collect();
+                for mode in [IoMode::Auto, IoMode::Sequential, IoMode::Selective] {
+                    let (runs, st) = run_jobs(&store, specs, mode);
+                    if mode == IoMode::Auto {
+                        auto_whole += st.blocks_whole;
+                        auto_selective += st.blocks_selective;
+                    }
+                    for (k, (run, s)) in runs.iter().zip(specs).enumerate() {
+                        let ctx = format!("{name} P={p} {mix} {mode:?} job {k} {}", s.text);
+                        same(&run.output, &alone[k], &ctx);
+                        if s.algo != Algo::PageRank || s.damping == 0.85 {
+                            against_reference(&store, &g, s, &run.output, &ctx);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The cost model chose each way somewhere.
+    assert!(
+        auto_whole > 0 && auto_selective > 0,
+        "{auto_whole} whole, {auto_selective} selective"
+    );
+}
+
+#[test]
+fn a_job_error_stops_the_run_and_a_bad_root_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("neg.txt");
+    std::fs::write(&input, "0 1 1.0\n1 2 -2.5\n2 0 1.0\n").unwrap();
+    let out = dir.path().join("neg");
+    ingest(&[input], &out, &IngestOptions::default(), &Quiet).unwrap();
+    let store = Store::open(&out).unwrap();
+    let spec: JobSpec = "sssp:root=0".parse().unwrap();
+    let mut job = make_job(&spec, &store).unwrap();
+    let mut bfs = make_job(&"bfs:root=0".parse().unwrap(), &store).unwrap();
+    let mut e = JobsEngine::new(&store, JobsConfig::default()).unwrap();
+    let err = e
+        .run(
+            &mut [&mut *job as &mut dyn Job, &mut *bfs as &mut dyn Job],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("edge (1, 2) has weight -2.5"), "{err}");
+    let e = make_job(&"bfs:root=99".parse().unwrap(), &store)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("root 99 is not a vertex"), "{e}");
+}

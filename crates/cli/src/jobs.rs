@@ -1,0 +1,214 @@
+//! `outcore jobs STORE SPEC...`: several BSP jobs sharing one scan of the store
+//! (GraphCP's engine, `outcore_engine::jobs`).
+
+use crate::progress::peak_memory;
+use crate::run::{write_output, OutFormat};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use outcore_algos::jobs::{make_job, BspJob, JobSpec};
+use outcore_algos::verify::verify;
+use outcore_algos::{Algo, Params};
+use outcore_engine::{IoMode, Job, JobStats, JobsConfig, JobsEngine, JobsObserver};
+use outcore_io::{format_bytes, parse_size, DeviceProfile, IoStats, ReadMode};
+use outcore_store::Store;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct JobsArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// Jobs as `algo[:key=value,...]`: bfs:root=ID, sssp:root=ID, wcc,
+    /// pagerank[:iterations=K,damping=D]. Roots are in the user's ids.
+    #[arg(required = true)]
+    specs: Vec<String>,
+    /// Memory budget for loaded sub-blocks, e.g. 512M.
+    #[arg(long, default_value = "1G", value_parser = |s: &str| parse_size(s))]
+    memory: u64,
+    /// Worker threads shared by the jobs (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// auto (cost model, per iteration), sequential (whole sub-blocks) or selective
+    /// (only the active sources' runs).
+    #[arg(long, default_value = "auto")]
+    io_mode: IoMode,
+    /// The I/O block size B of the cost model (GraphCP Algorithm 1).
+    #[arg(long, default_value = "64K", value_parser = |s: &str| parse_size(s))]
+    io_block: u64,
+    /// Device profile for the cost model (default: the one `outcore calibrate --save` wrote).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Read the store with O_DIRECT.
+    #[arg(long)]
+    direct: bool,
+    /// Write one result file per job here: job-N-ALGO.{txt,bin,npy}.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    out_format: OutFormat,
+    /// Check every job's result independently.
+    #[arg(long)]
+    verify: bool,
+    /// Write per-job and shared statistics as JSON.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+}
+
+struct Bar {
+    bar: ProgressBar,
+    names: Vec<String>,
+}
+
+impl JobsObserver for Bar {
+    fn iteration(&mut self, it: u64, jobs: &[JobStats]) {
+        let states: Vec<String> = jobs
+            .iter()
+            .zip(&self.names)
+            .map(|(j, n)| {
+                format!(
+                    "{n}: {}",
+                    if j.finished {
+                        "done".to_string()
+                    } else {
+                        format!("it {}", j.iterations)
+                    }
+                )
+            })
+            .collect();
+        self.bar
+            .set_message(format!("iteration {it} | {}", states.join(" | ")));
+        self.bar.tick();
+    }
+}
+
+pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
+    let start = Instant::now();
+    // Everything is checked before any I/O on the edges.
+    let specs: Vec<JobSpec> = a
+        .specs
+        .iter()
+        .map(|s| s.parse::<JobSpec>().map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    crate::set_threads(a.threads)?;
+    let stats = IoStats::new();
+    let mode = if a.direct {
+        ReadMode::Direct
+    } else {
+        ReadMode::Buffered
+    };
+    let store = Store::open_with(&a.store, mode, stats)
+        .with_context(|| format!("opening store {}", a.store.display()))?;
+    let mut jobs: Vec<Box<dyn BspJob>> = specs
+        .iter()
+        .map(|s| make_job(s, &store))
+        .collect::<std::result::Result<_, _>>()?;
+    let profile = match &a.profile {
+        Some(p) => Some(DeviceProfile::load(p)?),
+        None => DeviceProfile::find()?,
+    };
+    if profile.is_none() && a.io_mode == IoMode::Auto {
+        eprintln!("jobs: no device profile (outcore calibrate DIR --save); the cost model assumes 500 MB/s sequential, 50 MB/s random");
+    }
+    if let Some(d) = &a.out_dir {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let cfg = JobsConfig {
+        memory: a.memory,
+        io_mode: a.io_mode,
+        profile,
+        io_block: a.io_block,
+    };
+    let mut engine = JobsEngine::new(&store, cfg)?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("     jobs {spinner} {msg} {elapsed}").unwrap());
+    engine.set_observer(Box::new(Bar {
+        bar: bar.clone(),
+        names: specs.iter().map(|s| s.text.clone()).collect(),
+    }));
+    {
+        let mut refs: Vec<&mut dyn Job> =
+            jobs.iter_mut().map(|j| &mut **j as &mut dyn Job).collect();
+        engine.run(&mut refs, None)?;
+    }
+    bar.finish_and_clear();
+    let es = engine.stats().clone();
+    drop(engine);
+    let ids = store.id_map()?;
+    let mut per_job = Vec::new();
+    for (k, (job, spec)) in jobs.into_iter().zip(&specs).enumerate() {
+        let js = &es.jobs[k];
+        let run = job.into_run(js.iterations);
+        let params = Params {
+            root: spec.root.and_then(|r| ids.to_dense(r)).unwrap_or(0),
+            iterations: spec
+                .iterations
+                .or(Some(10))
+                .filter(|_| spec.algo == Algo::PageRank),
+            damping: spec.damping,
+            ..Params::default()
+        };
+        let verified = if a.verify {
+            let msg = verify(&store, spec.algo, &params, &run.output)
+                .with_context(|| format!("job {k} ({})", spec.text))?;
+            eprintln!("verify job {k} ({}): {msg}", spec.text);
+            Some(msg)
+        } else {
+            None
+        };
+        if let Some(d) = &a.out_dir {
+            let ext = match a.out_format {
+                OutFormat::Text => "txt",
+                OutFormat::Bin => "bin",
+                OutFormat::Npy => "npy",
+            };
+            let path = d.join(format!("job-{k}-{}.{ext}", spec.algo.name()));
+            write_output(&path, a.out_format, &run.output, &ids, false)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        eprintln!(
+            "job {k} ({}): {} in {} iterations, {} edges processed",
+            spec.text, run.summary, js.iterations, js.edges_processed
+        );
+        per_job.push(serde_json::json!({
+            "spec": spec.text,
+            "algorithm": spec.algo.name(),
+            "iterations": js.iterations,
+            "edges_processed": js.edges_processed,
+            "summary": run.summary,
+            "verified": verified,
+        }));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let peak = peak_memory();
+    if let Some(path) = &a.stats {
+        let j = serde_json::json!({
+            "store": a.store,
+            "jobs": per_job,
+            "shared": es,
+            "io_mode": a.io_mode,
+            "seconds": secs,
+            "peak_rss_bytes": peak,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if es.jobs.is_empty() {
+        bail!("no jobs ran");
+    }
+    eprintln!(
+        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
+        es.jobs.len(),
+        secs,
+        es.iterations,
+        es.blocks_whole,
+        es.blocks_selective,
+        es.blocks_skipped,
+        format_bytes(es.bytes_read),
+        es.read_requests,
+        es.io_seconds,
+        es.compute_seconds,
+        peak.map_or(String::new(), |p| format!(", peak memory {}", format_bytes(p)))
+    );
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! `outcore jobs`: results equal `outcore run`'s in the user's ids, statistics are
+//! written, and malformed specs or roots are refused before any I/O, naming the spec.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outcore"))
+        .args(args)
+        .output()
+        .expect("runs outcore")
+}
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn jobs_match_single_runs_and_refuse_bad_specs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let input = dir.path().join("g.txt");
+    // Two components in user ids 10..60, weighted, directed.
+    std::fs::write(
+        &input,
+        "10 20 1.5\n20 30 2\n30 10 0.5\n40 50 1\n50 60 3\n60 40 1\n10 40 7\n",
+    )
+    .unwrap();
+    let store = dir.path().join("g");
+    let o = run(&[
+        "ingest",
+        s(&input),
+        "-o",
+        s(&store),
+        "--remap",
+        "--partitions",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let out = dir.path().join("out");
+    let stats = dir.path().join("stats.json");
+    for mode in ["auto", "sequential", "selective"] {
+        let o = run(&[
+            "jobs",
+            s(&store),
+            "bfs:root=10",
+            "sssp:root=20",
+            "wcc",
+            "pagerank:iterations=4",
+            "--io-mode",
+            mode,
+            "--verify",
+            "--out-dir",
+            s(&out),
+            "--stats",
+            s(&stats),
+        ]);
+        assert!(o.status.success(), "{mode}: {}", err(&o));
+        assert_eq!(err(&o).matches("verify job").count(), 4, "{}", err(&o));
+        for (file, args) in [
+            (
+                "job-0-bfs.txt",
+                vec!["run", "bfs", s(&store), "--root", "10"],
+            ),
+            (
+                "job-1-sssp.txt",
+                vec!["run", "sssp", s(&store), "--root", "20"],
+            ),
+            ("job-2-wcc-lp.txt", vec!["run", "wcc", s(&store)]),
+        ] {
+            let single = dir.path().join("single.txt");
+            let mut a = args.clone();
+            a.extend(["--out", s(&single)]);
+            let o = run(&a);
+            assert!(o.status.success(), "{}", err(&o));
+            assert_eq!(
+                std::fs::read_to_string(out.join(file)).unwrap(),
+                std::fs::read_to_string(&single).unwrap(),
+                "{mode} {file}"
+            );
+        }
+        let pr = std::fs::read_to_string(out.join("job-3-pagerank.txt")).unwrap();
+        assert_eq!(pr.lines().count(), 6);
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(j["jobs"].as_array().unwrap().len(), 4);
+        assert_eq!(j["jobs"][3]["iterations"], 4);
+        assert!(j["shared"]["bytes_read"].as_u64().unwrap() > 0);
+        assert!(j["shared"]["read_requests"].as_u64().unwrap() > 0);
+    }
+    for (spec, want) in [
+        ("bfs:root=11", "root 11 is not a vertex"),
+        ("bfs:depth=3", "takes no key \"depth\""),
+        ("triangles", "unknown job algorithm"),
+        ("sssp", "needs root=ID"),
+    ] {
+        let o = run(&["jobs", s(&store), "wcc", spec]);
+        assert!(!o.status.success(), "{spec} accepted");
+        assert!(
+            err(&o).contains(want) && err(&o).contains(spec),
+            "{spec}: {}",
+            err(&o)
+        );
+        assert!(!err(&o).contains("jobs: "), "ran anyway: {}", err(&o));
+    }
+}
