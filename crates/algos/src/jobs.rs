@@ -154,6 +154,9 @@ struct Bfs {
 }
 
 impl Job for Bfs {
+    fn future_updates(&self) -> bool {
+        true
+    }
     fn init(&mut self, active: &AtomicBitmap) {
         self.st.atomic()[self.root as usize].store(self.root as u64, Relaxed);
         active.set(self.root);
@@ -198,6 +201,9 @@ struct Sssp {
 }
 
 impl Job for Sssp {
+    fn future_updates(&self) -> bool {
+        true
+    }
     fn weighted(&self) -> bool {
         true
     }
@@ -256,6 +262,9 @@ struct Wcc {
 }
 
 impl Job for Wcc {
+    fn future_updates(&self) -> bool {
+        true
+    }
     fn init(&mut self, active: &AtomicBitmap) {
         for (v, l) in self.label.iter_mut().enumerate() {
             *l = v as u32;

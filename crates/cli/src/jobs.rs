@@ -39,6 +39,9 @@ pub struct JobsArgs {
     /// Device profile for the cost model (default: the one `outcore calibrate --save` wrote).
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Turn off dependency-based future-vertex updating (GraphCP §3.4).
+    #[arg(long)]
+    no_dfvu: bool,
     /// Read the store with O_DIRECT.
     #[arg(long)]
     direct: bool,
@@ -118,6 +121,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         io_mode: a.io_mode,
         profile,
         io_block: a.io_block,
+        dfvu: !a.no_dfvu,
     };
     let mut engine = JobsEngine::new(&store, cfg)?;
     let bar = ProgressBar::new_spinner();
@@ -187,6 +191,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
             "jobs": per_job,
             "shared": es,
             "io_mode": a.io_mode,
+            "dfvu": !a.no_dfvu,
             "seconds": secs,
             "peak_rss_bytes": peak,
         });
@@ -197,13 +202,14 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         bail!("no jobs ran");
     }
     eprintln!(
-        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
+        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads; DFVU ran {} sources ahead), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
         es.jobs.len(),
         secs,
         es.iterations,
         es.blocks_whole,
         es.blocks_selective,
         es.blocks_skipped,
+        es.dfvu_sources,
         format_bytes(es.bytes_read),
         es.read_requests,
         es.io_seconds,

@@ -19,7 +19,8 @@
 //! come from the out-degrees held in memory: a vertex of out-degree d has its edges
 //! spread over min(d, P) sub-blocks of its row, so one run is about d·m / min(d, P)
 //! bytes (m = 4, or 8 with weights), and each random run costs at least one 4 KiB
-//! page. `IoMode::Sequential` / `IoMode::Selective` force a mode (GraphCP-b1/-b2).
+//! page per sub-block it spans. Selective loads merge runs less than B apart into
+//! one request. `IoMode::Sequential` / `IoMode::Selective` force a mode (GraphCP-b1/-b2).
 //! Several reads are in flight at once: the sub-blocks of a row are read in parallel
 //! by the worker pool, in groups that fit the memory budget.
 //!
@@ -27,11 +28,20 @@
 //! with active sources in it; rayon's work stealing runs them, so each job gets
 //! threads in proportion to its active edges.
 //!
-//! Not built: dependency-based future-vertex updating (DFVU, §3.4).
+//! Future-vertex updating (DFVU, §3.4): after a row of the grid (all sub-blocks of
+//! one source interval) has been processed while wholly in memory, the sources of
+//! that interval which this iteration has already activated, and whose runs are in
+//! memory, are processed again at once with their new values and removed from the
+//! next frontier — every out-edge of a source lies in its row. The paper's
+//! column-order condition (i <= j) becomes "the row is in memory" in our row-major
+//! order. Only jobs whose fixpoint does not depend on the timing of relaxations take
+//! part (bfs, sssp, label propagation); PageRank stays exactly BSP. `dfvu: false`
+//! turns it off. Rows larger than half the budget are loaded in groups and get no
+//! DFVU.
 //!
 //! Invariants: a job sees every edge (u, v) of the store whose source u is in its
-//! active set at the start of the iteration, exactly once per iteration, whichever
-//! way the sub-block was loaded; selective loads read only index and run bytes and
+//! active set at the start of the iteration once in that iteration, whichever way
+//! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated); selective loads read only index and run bytes and
 //! whole loads check the sub-block's checksums.
 
 use crate::{EngineError, Result};
@@ -79,6 +89,8 @@ pub struct JobsConfig {
     pub profile: Option<DeviceProfile>,
     /// The I/O block size B of Algorithm 1.
     pub io_block: u64,
+    /// Dependency-based future-vertex updating (§3.4), for the jobs that allow it.
+    pub dfvu: bool,
 }
 
 impl Default for JobsConfig {
@@ -88,6 +100,7 @@ impl Default for JobsConfig {
             io_mode: IoMode::Auto,
             profile: None,
             io_block: 64 << 10,
+            dfvu: true,
         }
     }
 }
@@ -108,6 +121,13 @@ impl JobCtx<'_> {
 pub trait Job: Send + Sync {
     /// Whether the edge function needs weights.
     fn weighted(&self) -> bool {
+        false
+    }
+    /// Whether the edge function may also run ahead, for sources activated in this
+    /// iteration whose edges are in memory (DFVU, §3.4): true for min-monotone jobs
+    /// (bfs, sssp, label propagation), whose fixpoint does not depend on when a
+    /// relaxation happens; false for BSP-exact jobs such as PageRank.
+    fn future_updates(&self) -> bool {
         false
     }
     /// Before the first iteration: set the values up and mark the active vertices.
@@ -145,6 +165,10 @@ pub struct JobsStats {
     pub bytes_read: u64,
     pub read_requests: u64,
     pub edges_loaded: u64,
+    /// DFVU: sources processed ahead (and dropped from the next frontier) and the
+    /// edges they processed.
+    pub dfvu_sources: u64,
+    pub dfvu_edges: u64,
     pub io_seconds: f64,
     pub compute_seconds: f64,
     pub jobs: Vec<JobStats>,
@@ -177,6 +201,53 @@ struct Slot<'j> {
     active: AtomicBitmap,
     next: AtomicBitmap,
     stats: JobStats,
+}
+
+/// Runs the edge functions of jobs `ks` over the loaded sub-blocks, for the
+/// sources `pick(job, u)` accepts, as tasks of about 16K edges per job: rayon's work
+/// stealing shares the threads among jobs in proportion to their active edges.
+/// Returns the edges each job processed.
+fn process(
+    slots: &[Slot],
+    ks: &[usize],
+    loaded: &[Loaded],
+    pick: &(dyn Fn(usize, u32) -> bool + Sync),
+) -> Vec<(usize, u64)> {
+    let mut tasks: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for (li, l) in loaded.iter().enumerate() {
+        let (srcs, offs, _, _) = l.parts();
+        for &k in ks {
+            let mut a = 0;
+            while a < srcs.len() {
+                let mut b = a + 1;
+                while b < srcs.len() && (offs[b] - offs[a]) < 16384 {
+                    b += 1;
+                }
+                tasks.push((li, k, a, b));
+                a = b;
+            }
+        }
+    }
+    tasks
+        .par_iter()
+        .map(|&(li, k, a, b)| {
+            let (srcs, offs, dsts, ws) = loaded[li].parts();
+            let s = &slots[k];
+            let ctx = JobCtx { next: &s.next };
+            let mut edges = 0u64;
+            for x in a..b {
+                let u = srcs[x];
+                if !pick(k, u) {
+                    continue;
+                }
+                for e in offs[x] as usize..offs[x + 1] as usize {
+                    s.job.edge(&ctx, u, dsts[e], ws.map_or(1.0, |w| w[e]));
+                }
+                edges += (offs[x + 1] - offs[x]) as u64;
+            }
+            (k, edges)
+        })
+        .collect()
 }
 
 /// Runs several jobs over one store, sharing the sub-blocks they load.
@@ -217,27 +288,36 @@ impl<'s> JobsEngine<'s> {
         match &self.cfg.profile {
             Some(p) => (
                 p.seq_read_bw(),
-                p.random_read_bw(4096).unwrap_or(p.seq_read_bw() / 10.0),
+                // Queue depth 1: the engine keeps about one read per worker in flight.
+                p.random("read", 4096, 1)
+                    .map(|r| r.bytes_per_s)
+                    .or_else(|| p.random_read_bw(4096))
+                    .unwrap_or(p.seq_read_bw() / 10.0),
             ),
             None => (500e6, 50e6),
         }
     }
 
-    /// S_seq and S_ran (bytes, random runs rounded up to a page) of the paper's
-    /// Algorithm 1 over the sorted active set.
+    /// S_seq and S_ran of the paper's Algorithm 1 over the sorted active set, in
+    /// bytes. A group of small runs of contiguous ids is read as one request per
+    /// sub-block it spans (min(P, its edges)), each at least one 4 KiB page, so S_ran
+    /// is charged as what the device really transfers.
     fn alg1(&self, active: &[u32], edge_bytes: u64) -> (f64, f64) {
         let p = self.store.partitions() as u64;
         let b = self.cfg.io_block as f64;
         let (mut s_seq, mut s_ran) = (0.0, 0.0);
-        let mut pending = 0.0; // L: a group of small runs of contiguous ids
+        // L: the pending group of small runs (bytes, edges).
+        let mut pending = (0.0, 0u64);
         let mut prev: Option<(u32, bool)> = None; // (id, loaded sequentially)
-        let flush = |pending: &mut f64, s_seq: &mut f64, s_ran: &mut f64| {
-            if *pending > b {
-                *s_seq += *pending;
-            } else if *pending > 0.0 {
-                *s_ran += pending.max(4096.0);
+        let flush = |pending: &mut (f64, u64), s_seq: &mut f64, s_ran: &mut f64| {
+            let (bytes, edges) = *pending;
+            if bytes > b {
+                *s_seq += bytes;
+            } else if edges > 0 {
+                let requests = edges.min(p) as f64;
+                *s_ran += bytes.max(requests * 4096.0);
             }
-            *pending = 0.0;
+            *pending = (0.0, 0);
         };
         for &v in active {
             let d = self.degrees[v as usize] as u64;
@@ -258,13 +338,13 @@ impl<'s> JobsEngine<'s> {
                     s_seq += run * k;
                     true
                 } else {
-                    pending += run;
+                    pending.0 += (d * edge_bytes) as f64;
+                    pending.1 += d;
                     false
                 }
             };
             prev = Some((v, seq));
         }
-        // The pending group is one run per block it spans; count it per block.
         flush(&mut pending, &mut s_seq, &mut s_ran);
         (s_seq, s_ran)
     }
@@ -295,6 +375,7 @@ impl<'s> JobsEngine<'s> {
             })
             .collect();
         let (bw_seq, bw_ran) = self.bandwidths();
+        let io_block = self.cfg.io_block;
         let start_io: IoSnapshot = io.snapshot();
         let mut it = 0u64;
         loop {
@@ -323,10 +404,12 @@ impl<'s> JobsEngine<'s> {
                 .collect();
             let mut c_s_bytes = 0u64;
             let mut index_bytes = 0u64;
+            let mut index_blocks = 0u64;
             for &r in &rows {
                 for c in 0..p {
                     c_s_bytes += grid.block_read_bytes(r, c, edge_bytes == 8);
                     index_bytes += grid.entry(r, c).index_bytes();
+                    index_blocks += (grid.entry(r, c).edges > 0) as u64;
                 }
             }
             let selective = match self.cfg.io_mode {
@@ -335,7 +418,9 @@ impl<'s> JobsEngine<'s> {
                 IoMode::Auto => {
                     let (s_seq, s_ran) = self.alg1(&active, edge_bytes);
                     let c_s = c_s_bytes as f64 / bw_seq;
-                    let c_r = (index_bytes as f64 + s_seq) / bw_seq + s_ran / bw_ran;
+                    // Each needed sub-block's index is one more small request.
+                    let c_r = (index_bytes as f64 + s_seq) / bw_seq
+                        + (s_ran + 4096.0 * index_blocks as f64) / bw_ran;
                     c_r <= c_s
                 }
             };
@@ -376,11 +461,12 @@ impl<'s> JobsEngine<'s> {
                         .par_iter()
                         .map(|&c| -> Result<Loaded> {
                             if selective {
-                                Ok(Loaded::Selective(grid.read_sources(
+                                Ok(Loaded::Selective(grid.read_sources_merged(
                                     r,
                                     c,
                                     &row_active,
                                     edge_bytes == 8,
+                                    io_block,
                                 )?))
                             } else {
                                 let mut b = RawBlock::default();
@@ -396,45 +482,54 @@ impl<'s> JobsEngine<'s> {
                         self.stats.blocks_whole += loaded.len() as u64;
                     }
                     let t = Instant::now();
-                    for l in &loaded {
-                        let (srcs, offs, dsts, ws) = l.parts();
-                        self.stats.edges_loaded += dsts.len() as u64;
-                        // Tasks of ~16K edges per job: work stealing shares the threads
-                        // in proportion to each job's active edges.
-                        let mut tasks: Vec<(usize, usize, usize)> = Vec::new();
-                        for &k in &jobs_here {
-                            let mut a = 0;
-                            while a < srcs.len() {
-                                let mut b = a;
-                                while b < srcs.len() && (offs[b] - offs[a]) < 16384 {
-                                    b += 1;
+                    let whole_row = g == 0 && h == cols.len();
+                    for (k, e) in
+                        process(&slots, &jobs_here, &loaded, &|k, u| slots[k].active.get(u))
+                    {
+                        slots[k].stats.edges_processed += e;
+                    }
+                    self.stats.edges_loaded +=
+                        loaded.iter().map(|l| l.parts().2.len() as u64).sum::<u64>();
+                    // DFVU (§3.4): while the whole row is in memory, sources of this
+                    // interval that this iteration already activated push their new
+                    // values now and leave the next frontier — all their out-edges
+                    // are in this row. Selective loads hold only the shared active
+                    // sources' runs, so only those qualify.
+                    if self.cfg.dfvu && whole_row {
+                        let base = range.start;
+                        let mut ahead: Vec<Option<AtomicBitmap>> =
+                            (0..slots.len()).map(|_| None).collect();
+                        let mut ks = Vec::new();
+                        for &k in live.iter().filter(|&&k| slots[k].job.future_updates()) {
+                            let s = &slots[k];
+                            let f = AtomicBitmap::new(range.len());
+                            let mut any = 0u64;
+                            let mut take = |v: u32| {
+                                if s.next.get(v) {
+                                    s.next.clear(v);
+                                    f.set(v - base);
+                                    any += 1;
                                 }
-                                tasks.push((k, a, b.max(a + 1)));
-                                a = b.max(a + 1);
+                            };
+                            if selective {
+                                row_active.iter().for_each(|&v| take(v));
+                            } else {
+                                range.clone().for_each(&mut take);
+                            }
+                            if any > 0 {
+                                self.stats.dfvu_sources += any;
+                                ahead[k] = Some(f);
+                                ks.push(k);
                             }
                         }
-                        let slots_ref = &slots;
-                        let counts: Vec<(usize, u64)> = tasks
-                            .par_iter()
-                            .map(|&(k, a, b)| {
-                                let s = &slots_ref[k];
-                                let ctx = JobCtx { next: &s.next };
-                                let mut edges = 0u64;
-                                for x in a..b {
-                                    let u = srcs[x];
-                                    if !s.active.get(u) {
-                                        continue;
-                                    }
-                                    for e in offs[x] as usize..offs[x + 1] as usize {
-                                        s.job.edge(&ctx, u, dsts[e], ws.map_or(1.0, |w| w[e]));
-                                    }
-                                    edges += (offs[x + 1] - offs[x]) as u64;
-                                }
-                                (k, edges)
-                            })
-                            .collect();
-                        for (k, e) in counts {
-                            slots[k].stats.edges_processed += e;
+                        if !ks.is_empty() {
+                            let pick = |k: usize, u: u32| {
+                                ahead[k].as_ref().is_some_and(|f| f.get(u - base))
+                            };
+                            for (k, e) in process(&slots, &ks, &loaded, &pick) {
+                                slots[k].stats.edges_processed += e;
+                                self.stats.dfvu_edges += e;
+                            }
                         }
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();

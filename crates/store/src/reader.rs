@@ -491,6 +491,20 @@ impl GridReader {
         sources: &[u32],
         with_weights: bool,
     ) -> Result<Block> {
+        self.read_sources_merged(row, col, sources, with_weights, 0)
+    }
+
+    /// Like [`GridReader::read_sources`], but runs separated by at most `max_gap`
+    /// bytes of unwanted targets are read in one request (the unwanted part is
+    /// discarded): fewer, larger requests for a few more bytes.
+    pub fn read_sources_merged(
+        &self,
+        row: u32,
+        col: u32,
+        sources: &[u32],
+        with_weights: bool,
+        max_gap: u64,
+    ) -> Result<Block> {
         let e = *self.entry(row, col);
         let mut out = Block {
             row,
@@ -521,11 +535,16 @@ impl GridReader {
                 picked.push(k);
             }
         }
-        // Group adjacent runs (consecutive k) into one read each.
+        // Group adjacent runs (consecutive k, or a gap of at most `max_gap` bytes)
+        // into one read each.
         let mut g = 0;
         while g < picked.len() {
             let mut h = g + 1;
-            while h < picked.len() && picked[h] == picked[h - 1] + 1 {
+            while h < picked.len()
+                && (picked[h] == picked[h - 1] + 1
+                    || 4 * (offs[picked[h]] as u64).saturating_sub(offs[picked[h - 1] + 1] as u64)
+                        <= max_gap)
+            {
                 h += 1;
             }
             let (a, b) = (offs[picked[g]] as u64, offs[picked[h - 1] + 1] as u64);

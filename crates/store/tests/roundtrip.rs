@@ -254,6 +254,25 @@ fn check(case: &Case) {
             let want_sel: Vec<(u32, u32, f32)> =
                 b.edges().filter(|e| pick.contains(&e.0)).collect();
             assert_eq!(sel.edges().collect::<Vec<_>>(), want_sel);
+            // Merging runs across gaps reads the same edges in fewer requests.
+            let counted = outcore_io::IoStats::new();
+            let own =
+                Store::open_with(store.dir(), outcore_io::ReadMode::Buffered, counted.clone())
+                    .unwrap()
+                    .grid()
+                    .unwrap();
+            for gap in [4u64, 64, 1 << 20] {
+                let before = counted.snapshot();
+                let merged = own
+                    .read_sources_merged(i, j as u32, &pick, true, gap)
+                    .unwrap();
+                let requests = counted.snapshot().since(&before).read_requests;
+                assert_eq!(merged.edges().collect::<Vec<_>>(), want_sel, "gap {gap}");
+                if gap == 1 << 20 && !pick.is_empty() {
+                    // The index, then one request for targets and one for weights.
+                    assert!(requests <= 3, "gap {gap}: {requests} requests");
+                }
+            }
         }
     }
     assert_eq!(got, want, "grid");
