@@ -263,6 +263,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
         auto_whole > 0 && auto_selective > 0,
         "{auto_whole} whole, {auto_selective} selective"
     );
+    assert!(dfvu_ahead > 0, "DFVU never ran ahead");
 }
 
 #[test]
