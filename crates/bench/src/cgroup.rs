@@ -281,7 +281,47 @@ fn decimal(mut n: u64, buf: &mut [u8; 24]) -> &[u8] {
 /// Runs `cmd` to completion under `limiter` with at most `limit` bytes of memory,
 /// killing it after `timeout`. Stdout and stderr go where `cmd` says.
 pub fn run_limited(
-    mut cmd: Command,
+    cmd: Command,
+    limiter: &Limiter,
+    limit: Option<u64>,
+    timeout: Option<Duration>,
+) -> Result<Outcome, BenchError> {
+    run_group(vec![cmd], false, limiter, limit, timeout)
+}
+
+/// Makes `cmd` join the cgroup whose `cgroup.procs` is `procs` between fork and exec.
+fn join_on_exec(cmd: &mut Command, procs: &CString) {
+    let procs = procs.clone();
+    // SAFETY: the closure runs in the child between fork and exec and only makes
+    // async-signal-safe calls (getpid, open, write, close) on memory prepared
+    // before the fork; nothing is allocated.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut buf = [0u8; 24];
+            let pid = libc::getpid() as u64;
+            let digits = decimal(pid, &mut buf);
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let n = libc::write(fd, digits.as_ptr().cast(), digits.len());
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if n != digits.len() as isize {
+                return Err(err);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Runs several commands in one cgroup (one limit for all of them together): one
+/// after another (stopping at the first that fails), or all at once. The outcome
+/// sums their storage bytes, keeps the largest RSS, and reports the first failure;
+/// the wall time is from the first start to the last end.
+pub fn run_group(
+    mut cmds: Vec<Command>,
+    concurrent: bool,
     limiter: &Limiter,
     limit: Option<u64>,
     timeout: Option<Duration>,
@@ -299,81 +339,98 @@ pub fn run_limited(
                 .as_bytes(),
         )
         .map_err(|_| BenchError::Cgroup(format!("bad cgroup path {}", g.dir.display())))?;
-        // SAFETY: the closure runs in the child between fork and exec and only makes
-        // async-signal-safe calls (getpid, open, write, close) on memory prepared
-        // before the fork; nothing is allocated.
-        unsafe {
-            cmd.pre_exec(move || {
-                let mut buf = [0u8; 24];
-                let pid = libc::getpid() as u64;
-                let digits = decimal(pid, &mut buf);
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let n = libc::write(fd, digits.as_ptr().cast(), digits.len());
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                if n != digits.len() as isize {
-                    return Err(err);
-                }
-                Ok(())
-            });
+        for c in cmds.iter_mut() {
+            join_on_exec(c, &procs);
         }
     }
     let start = Instant::now();
-    let child = cmd
-        .spawn()
-        .map_err(|e| BenchError::Spawn(format!("{:?}: {e}", cmd.get_program())))?;
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain integers; zero is valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut timed_out = false;
-    loop {
-        // SAFETY: waits for our own child; status and usage are valid out-pointers.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
+    let mut out = Outcome {
+        exit_code: Some(0),
+        signal: None,
+        timed_out: false,
+        wall_s: 0.0,
+        read_bytes: 0,
+        write_bytes: 0,
+        max_rss_bytes: 0,
+        peak_bytes: None,
+        oom_kills: None,
+        limit_bytes: group.as_ref().and(limit),
+    };
+    let spawn = |c: &mut Command| -> Result<libc::pid_t, BenchError> {
+        let child = c
+            .spawn()
+            .map_err(|e| BenchError::Spawn(format!("{:?}: {e}", c.get_program())))?;
+        let pid = child.id() as libc::pid_t;
+        // Reaped below with wait4; std's handle must not wait again.
+        std::mem::forget(child);
+        Ok(pid)
+    };
+    let mut pending: Vec<libc::pid_t> = Vec::new();
+    let mut queue = cmds.into_iter();
+    if concurrent {
+        for mut c in queue.by_ref() {
+            pending.push(spawn(&mut c)?);
         }
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
+    } else if let Some(mut c) = queue.next() {
+        pending.push(spawn(&mut c)?);
+    }
+    let mut failed = false;
+    while !pending.is_empty() {
+        let mut reaped = None;
+        for (i, &pid) in pending.iter().enumerate() {
+            let mut status: libc::c_int = 0;
+            // SAFETY: rusage is plain integers; zero is valid.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: waits for our own child; status and usage are valid out-pointers.
+            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            if r == pid {
+                out.read_bytes += usage.ru_inblock as u64 * 512;
+                out.write_bytes += usage.ru_oublock as u64 * 512;
+                out.max_rss_bytes = out.max_rss_bytes.max(usage.ru_maxrss as u64 * 1024);
+                let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                if !ok && !failed {
+                    failed = true;
+                    if libc::WIFEXITED(status) {
+                        out.exit_code = Some(libc::WEXITSTATUS(status));
+                    } else if libc::WIFSIGNALED(status) {
+                        out.exit_code = None;
+                        out.signal = Some(libc::WTERMSIG(status));
+                    }
+                }
+                reaped = Some(i);
+                break;
             }
-            return Err(BenchError::Spawn(format!("wait4: {e}")));
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(BenchError::Spawn(format!("wait4: {e}")));
+                }
+            }
+        }
+        if let Some(i) = reaped {
+            pending.swap_remove(i);
+            if !concurrent && !failed {
+                if let Some(mut c) = queue.next() {
+                    pending.push(spawn(&mut c)?);
+                }
+            }
+            continue;
         }
         if let Some(t) = timeout {
-            if !timed_out && start.elapsed() > t {
-                timed_out = true;
-                // SAFETY: signals our own, not yet reaped, child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+            if !out.timed_out && start.elapsed() > t {
+                out.timed_out = true;
+                for &pid in &pending {
+                    // SAFETY: signals our own, not yet reaped, children.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let wall_s = start.elapsed().as_secs_f64();
-    // The child is reaped; std's handle must not wait again.
-    std::mem::forget(child);
-    let (exit_code, signal) = if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
-    } else if libc::WIFSIGNALED(status) {
-        (None, Some(libc::WTERMSIG(status)))
-    } else {
-        (None, None)
-    };
-    Ok(Outcome {
-        exit_code,
-        signal,
-        timed_out,
-        wall_s,
-        read_bytes: usage.ru_inblock as u64 * 512,
-        write_bytes: usage.ru_oublock as u64 * 512,
-        max_rss_bytes: usage.ru_maxrss as u64 * 1024,
-        peak_bytes: group.as_ref().and_then(|g| g.peak()),
-        oom_kills: group.as_ref().and_then(|g| g.oom_kills()),
-        limit_bytes: group.as_ref().and(limit),
-    })
+    out.wall_s = start.elapsed().as_secs_f64();
+    out.peak_bytes = group.as_ref().and_then(|g| g.peak());
+    out.oom_kills = group.as_ref().and_then(|g| g.oom_kills());
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -408,6 +465,40 @@ mod tests {
         assert!(o.timed_out);
         assert_eq!(o.signal, Some(libc::SIGKILL));
         assert!(o.wall_s < 4.0);
+    }
+
+    #[test]
+    fn groups_run_in_sequence_or_at_once() {
+        let sleeper = || {
+            let mut c = Command::new("sleep");
+            c.arg("0.3");
+            c
+        };
+        let o = run_group(
+            vec![sleeper(), sleeper(), sleeper()],
+            true,
+            &Limiter::Unlimited,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(o.exit_code, Some(0));
+        assert!(o.wall_s < 0.85, "at once: {}", o.wall_s);
+        let o = run_group(
+            vec![sleeper(), sleeper(), sleeper()],
+            false,
+            &Limiter::Unlimited,
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(o.wall_s >= 0.9, "in sequence: {}", o.wall_s);
+        // A failure stops the sequence and is reported.
+        let mut f = Command::new("sh");
+        f.args(["-c", "exit 4"]);
+        let o = run_group(vec![f, sleeper()], false, &Limiter::Unlimited, None, None).unwrap();
+        assert_eq!(o.exit_code, Some(4));
+        assert!(o.wall_s < 0.25, "stopped at the failure: {}", o.wall_s);
     }
 
     /// Where cgroups can be created (root on these machines), a run over its limit is

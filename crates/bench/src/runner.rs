@@ -5,7 +5,7 @@
 //! (the cgroup's OOM killer ended it), `timeout`, `failed` (non-zero exit; the last
 //! line of its stderr is kept) or `killed` (another signal). Nothing is dropped.
 
-use crate::cgroup::{evict, run_limited, Limiter, Outcome};
+use crate::cgroup::{evict, run_group, Limiter, Outcome};
 use crate::spec::{store_exists, Plan, PlannedRun, Recipe};
 use crate::BenchError;
 use outcore_io::DeviceProfile;
@@ -33,6 +33,7 @@ pub struct RunRecord {
     pub memory_bytes: u64,
     /// "v1", "v2" or "none".
     pub cgroup: String,
+    /// The command line of each process of the run.
     pub command: Vec<String>,
     /// ok, oom-killed, timeout, failed or killed.
     pub status: String,
@@ -244,7 +245,7 @@ pub fn check_stores(plan: &Plan) -> Result<(MinBytes, BTreeMap<String, String>),
             ),
         );
         for r in plan.runs.iter().filter(|r| r.store == s.name) {
-            if let Some(root) = r.root {
+            for &root in &r.roots {
                 if ids.to_dense(root).is_none() {
                     return Err(BenchError::Spec(format!(
                         "algorithm {}: root {root} is not a vertex of store {}",
@@ -254,8 +255,7 @@ pub fn check_stores(plan: &Plan) -> Result<(MinBytes, BTreeMap<String, String>),
             }
             let key = (s.name.clone(), r.runs.clone());
             if let std::collections::btree_map::Entry::Vacant(e) = min.entry(key) {
-                let weights = store.weighted() && matches!(r.runs.as_str(), "sssp" | "spmv");
-                e.insert(one_pass_bytes(&store, weights)?);
+                e.insert(one_pass_bytes(&store, store.weighted() && r.weighted)?);
             }
         }
     }
@@ -305,24 +305,99 @@ pub fn execute(
     let total = plan.runs.len();
     for (i, r) in plan.runs.iter().enumerate() {
         event(Event::Starting(i, total, r));
-        let stats = runs_dir.join(format!("{}.stats.json", file_safe(&r.id)));
+        let stats: Vec<PathBuf> = (0..r.commands.len())
+            .map(|k| {
+                if r.commands.len() == 1 {
+                    runs_dir.join(format!("{}.stats.json", file_safe(&r.id)))
+                } else {
+                    runs_dir.join(format!("{}.{k}.stats.json", file_safe(&r.id)))
+                }
+            })
+            .collect();
         let log = runs_dir.join(format!("{}.log", file_safe(&r.id)));
-        let _ = std::fs::remove_file(&stats);
+        for f in &stats {
+            let _ = std::fs::remove_file(f);
+        }
         let log_file = std::fs::File::create(&log)
             .map_err(|e| BenchError::Output(format!("{}: {e}", log.display())))?;
         evict(&[plan.store(&r.store).path.clone()]);
-        let mut cmd = Command::new(exe);
-        cmd.args(&r.args)
-            .arg("--stats")
-            .arg(&stats)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log_file);
-        let o = run_limited(cmd, limiter, r.limit, Some(plan.timeout))?;
+        let mut cmds = Vec::new();
+        for (args, st) in r.commands.iter().zip(&stats) {
+            let mut cmd = Command::new(exe);
+            cmd.args(args)
+                .arg("--stats")
+                .arg(st)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(
+                    log_file
+                        .try_clone()
+                        .map_err(|e| BenchError::Output(format!("{}: {e}", log.display())))?,
+                );
+            cmds.push(cmd);
+        }
+        let o = run_group(cmds, r.concurrent, limiter, r.limit, Some(plan.timeout))?;
         let status = status_of(&o);
-        let engine: Option<serde_json::Value> = std::fs::read_to_string(&stats)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
+        // Each process's --stats: `outcore run` has iterations and engine.bytes_read,
+        // `outcore jobs` has shared.iterations and shared.bytes_read.
+        let parsed: Vec<serde_json::Value> = stats
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .filter_map(|t| serde_json::from_str(&t).ok())
+            .collect();
+        let complete = parsed.len() == stats.len();
+        let pick_u = |v: &serde_json::Value, a: &str, b: &str| {
+            v.pointer(a)
+                .or_else(|| v.pointer(b))
+                .and_then(|x| x.as_u64())
+        };
+        let sum = |a: &str, b: &str| -> Option<u64> {
+            complete.then(|| parsed.iter().filter_map(|v| pick_u(v, a, b)).sum())
+        };
+        let iterations = parsed
+            .iter()
+            .filter_map(|v| pick_u(v, "/iterations", "/shared/iterations"))
+            .max()
+            .filter(|_| complete);
+        let engine_read_bytes = sum("/engine/bytes_read", "/shared/bytes_read");
+        let engine_seconds = complete.then(|| {
+            parsed
+                .iter()
+                .filter_map(|v| v.get("seconds").and_then(|x| x.as_f64()))
+                .sum::<f64>()
+        });
+        let summaries: Vec<String> = parsed
+            .iter()
+            .flat_map(|v| match v.get("jobs").and_then(|j| j.as_array()) {
+                Some(jobs) => jobs
+                    .iter()
+                    .filter_map(|j| {
+                        j.get("summary")
+                            .and_then(|x| x.as_str())
+                            .map(str::to_string)
+                    })
+                    .collect::<Vec<_>>(),
+                None => v
+                    .get("summary")
+                    .and_then(|x| x.as_str())
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
+            })
+            .collect();
+        let engine = match parsed.len() {
+            0 => None,
+            1 => parsed[0]
+                .get("engine")
+                .or_else(|| parsed[0].get("shared"))
+                .cloned(),
+            _ => Some(serde_json::Value::Array(
+                parsed
+                    .iter()
+                    .filter_map(|v| v.get("engine").or_else(|| v.get("shared")).cloned())
+                    .collect(),
+            )),
+        };
         let error = (status != "ok").then(|| {
             let last = std::fs::read_to_string(&log)
                 .ok()
@@ -351,14 +426,11 @@ pub fn execute(
                 format!("{why}; last line of its stderr: {last}")
             }
         });
-        let get_u = |k: &str| {
-            engine
-                .as_ref()
-                .and_then(|e| e.get(k))
-                .and_then(|v| v.as_u64())
-        };
-        let mut command = vec![exe.display().to_string()];
-        command.extend(r.args.iter().cloned());
+        let command: Vec<String> = r
+            .commands
+            .iter()
+            .map(|a| format!("{} {}", exe.display(), a.join(" ")))
+            .collect();
         let rec = RunRecord {
             bench: plan.spec.name.clone(),
             id: r.id.clone(),
@@ -383,21 +455,11 @@ pub fn execute(
             max_rss_bytes: o.max_rss_bytes,
             peak_bytes: o.peak_bytes,
             oom_kills: o.oom_kills,
-            iterations: get_u("iterations"),
-            engine_read_bytes: engine
-                .as_ref()
-                .and_then(|e| e.pointer("/engine/bytes_read"))
-                .and_then(|v| v.as_u64()),
-            engine_seconds: engine
-                .as_ref()
-                .and_then(|e| e.get("seconds"))
-                .and_then(|v| v.as_f64()),
-            summary: engine
-                .as_ref()
-                .and_then(|e| e.get("summary"))
-                .and_then(|v| v.as_str())
-                .map(str::to_string),
-            engine: engine.as_ref().and_then(|e| e.get("engine")).cloned(),
+            iterations,
+            engine_read_bytes,
+            engine_seconds,
+            summary: (!summaries.is_empty()).then(|| summaries.join("; ")),
+            engine,
             one_pass_bytes: min_bytes
                 .get(&(r.store.clone(), r.runs.clone()))
                 .copied()

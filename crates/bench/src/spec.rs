@@ -36,6 +36,7 @@
 //! ```
 
 use crate::BenchError;
+use outcore_algos::jobs::JobSpec;
 use outcore_algos::Algo;
 use outcore_io::parse_size;
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,10 @@ pub struct ConfigSpec {
     /// (GridGraph has no one-pass union-find, so its "wcc" is label propagation).
     #[serde(default)]
     pub algorithms: BTreeMap<String, String>,
+    /// How job mixes run: "shared" (one `outcore jobs`, the default), "sequential"
+    /// (one `outcore run` per job, one after another) or "concurrent" (all at once,
+    /// each with 1/J of the memory budget). Plain algorithms ignore it.
+    pub jobs_mode: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -108,6 +113,9 @@ pub struct AlgoSpec {
     pub root: Option<PerStore<u64>>,
     #[serde(default)]
     pub args: Vec<String>,
+    /// A mix of jobs (`algo[:key=value,...]`, as `outcore jobs` takes them): the
+    /// row is then the mix, run as the configuration's `jobs_mode` says.
+    pub jobs: Option<Vec<String>>,
     /// Restrict to these stores / scenarios (default: all).
     pub stores: Option<Vec<String>>,
     pub scenarios: Option<Vec<String>>,
@@ -175,9 +183,14 @@ pub struct PlannedRun {
     pub rep: usize,
     pub limit: Option<u64>,
     pub memory: u64,
-    pub root: Option<u64>,
-    /// Arguments after `outcore`, without `--stats`.
-    pub args: Vec<String>,
+    /// Roots (user ids) the run starts from, checked against the store.
+    pub roots: Vec<u64>,
+    /// Whether the run reads weights (its one-pass minimum includes them).
+    pub weighted: bool,
+    /// The processes of the run: arguments after `outcore`, without `--stats`.
+    pub commands: Vec<Vec<String>>,
+    /// Run the commands at once rather than one after another.
+    pub concurrent: bool,
 }
 
 /// A validated spec: the stores and the runs, in execution order.
@@ -311,7 +324,20 @@ impl Spec {
             })
         };
         for a in &self.algorithms {
-            algo(&a.name, "[[algorithm]]")?;
+            match &a.jobs {
+                Some(jobs) => {
+                    if jobs.is_empty() {
+                        return Err(bad(format!("job mix {}: no jobs", a.name)));
+                    }
+                    for j in jobs {
+                        j.parse::<JobSpec>()
+                            .map_err(|e| bad(format!("job mix {}: {e}", a.name)))?;
+                    }
+                }
+                None => {
+                    algo(&a.name, "[[algorithm]]")?;
+                }
+            }
             for (what, list, names) in [
                 (
                     "store",
@@ -335,6 +361,14 @@ impl Spec {
             }
         }
         for c in &self.configs {
+            if let Some(m) = &c.jobs_mode {
+                if !["shared", "sequential", "concurrent"].contains(&m.as_str()) {
+                    return Err(bad(format!(
+                        "config {}: jobs_mode {m:?} is not shared, sequential or concurrent",
+                        c.name
+                    )));
+                }
+            }
             if c.mrt == Some(0) {
                 return Err(bad(format!("config {}: mrt must be at least 1", c.name)));
             }
@@ -424,36 +458,105 @@ impl Spec {
                             continue;
                         }
                         for c in &self.configs {
-                            let runs_algo = c.algorithms.get(&a.name).unwrap_or(&a.name).clone();
-                            let root = a.root.as_ref().and_then(|r| r.get(&st.name)).copied();
-                            if algo(&runs_algo, "")?.needs_root() && root.is_none() {
-                                return Err(bad(format!(
-                                    "algorithm {} needs a root for store {} (root = ID or root = {{ {} = ID }})",
-                                    a.name, st.name, st.name
-                                )));
-                            }
-                            let mut args = vec![
-                                "run".to_string(),
-                                runs_algo.clone(),
-                                resolve(&st.path).display().to_string(),
-                                "--memory".into(),
-                                memory.to_string(),
-                            ];
-                            if let Some(r) = root {
-                                args.extend(["--root".into(), r.to_string()]);
-                            }
-                            if let Some(t) = self.threads {
-                                args.extend(["--threads".into(), t.to_string()]);
-                            }
-                            if let Some(m) = c.mrt {
-                                args.extend(["--mrt".into(), m.to_string()]);
-                            }
-                            if self.verify {
-                                args.push("--verify".into());
-                            }
-                            args.extend(sc.args.iter().cloned());
-                            args.extend(c.args.iter().cloned());
-                            args.extend(a.args.iter().cloned());
+                            let common = |args: &mut Vec<String>, memory: u64, mrt: bool| {
+                                args.extend(["--memory".into(), memory.to_string()]);
+                                if let Some(t) = self.threads {
+                                    args.extend(["--threads".into(), t.to_string()]);
+                                }
+                                if let (Some(m), true) = (c.mrt, mrt) {
+                                    args.extend(["--mrt".into(), m.to_string()]);
+                                }
+                                if self.verify {
+                                    args.push("--verify".into());
+                                }
+                                args.extend(sc.args.iter().cloned());
+                                args.extend(c.args.iter().cloned());
+                                args.extend(a.args.iter().cloned());
+                            };
+                            let store_arg = resolve(&st.path).display().to_string();
+                            let (runs_algo, roots, weighted, commands, concurrent) = match &a.jobs {
+                                Some(jobs) => {
+                                    let specs: Vec<JobSpec> = jobs
+                                        .iter()
+                                        .map(|j| j.parse().expect("validated"))
+                                        .collect();
+                                    let roots = specs.iter().filter_map(|s| s.root).collect();
+                                    let weighted = specs.iter().any(|s| s.algo == Algo::Sssp);
+                                    let mode = c.jobs_mode.as_deref().unwrap_or("shared");
+                                    let commands = if mode == "shared" {
+                                        let mut args = vec!["jobs".to_string(), store_arg.clone()];
+                                        args.extend(jobs.iter().cloned());
+                                        common(&mut args, memory, false);
+                                        vec![args]
+                                    } else {
+                                        let share = if mode == "concurrent" {
+                                            memory / specs.len() as u64
+                                        } else {
+                                            memory
+                                        };
+                                        specs
+                                            .iter()
+                                            .map(|s| {
+                                                let mut args = vec![
+                                                    "run".to_string(),
+                                                    s.algo.name().to_string(),
+                                                    store_arg.clone(),
+                                                ];
+                                                if let Some(r) = s.root {
+                                                    args.extend(["--root".into(), r.to_string()]);
+                                                }
+                                                if s.algo == Algo::PageRank {
+                                                    args.extend([
+                                                        "--iterations".into(),
+                                                        s.iterations.unwrap_or(10).to_string(),
+                                                        "--damping".into(),
+                                                        s.damping.to_string(),
+                                                    ]);
+                                                }
+                                                common(&mut args, share, true);
+                                                args
+                                            })
+                                            .collect()
+                                    };
+                                    (
+                                        format!("jobs:{}", a.name),
+                                        roots,
+                                        weighted,
+                                        commands,
+                                        mode == "concurrent",
+                                    )
+                                }
+                                None => {
+                                    let runs_algo =
+                                        c.algorithms.get(&a.name).unwrap_or(&a.name).clone();
+                                    let root =
+                                        a.root.as_ref().and_then(|r| r.get(&st.name)).copied();
+                                    let al = algo(&runs_algo, "")?;
+                                    if al.needs_root() && root.is_none() {
+                                        return Err(bad(format!(
+                                            "algorithm {} needs a root for store {} (root = ID or root = {{ {} = ID }})",
+                                            a.name, st.name, st.name
+                                        )));
+                                    }
+                                    let mut args = vec![
+                                        "run".to_string(),
+                                        runs_algo.clone(),
+                                        store_arg.clone(),
+                                    ];
+                                    if let Some(r) = root {
+                                        args.extend(["--root".into(), r.to_string()]);
+                                    }
+                                    common(&mut args, memory, true);
+                                    let weighted = matches!(al, Algo::Sssp | Algo::Spmv);
+                                    (
+                                        runs_algo,
+                                        root.into_iter().collect(),
+                                        weighted,
+                                        vec![args],
+                                        false,
+                                    )
+                                }
+                            };
                             runs.push(PlannedRun {
                                 id: format!("{}/{}/{}/{}/r{rep}", st.name, sc.name, a.name, c.name),
                                 store: st.name.clone(),
@@ -465,8 +568,10 @@ impl Spec {
                                 rep,
                                 limit,
                                 memory,
-                                root,
-                                args,
+                                roots,
+                                weighted,
+                                commands,
+                                concurrent,
                             });
                         }
                     }
@@ -550,9 +655,11 @@ scenarios = ["mem"]
         assert_eq!(r.id, "g/semi/bfs/grid/r1");
         assert_eq!(r.limit, Some(64 << 20));
         assert_eq!(r.memory, 64 << 20);
-        assert!(r.args.windows(2).any(|w| w == ["--mrt", "1"]));
-        assert!(r.args.windows(2).any(|w| w == ["--root", "0"]));
-        assert!(r.args.windows(2).any(|w| w == ["--threads", "1"]));
+        let args = &r.commands[0];
+        assert_eq!(r.commands.len(), 1);
+        assert!(args.windows(2).any(|w| w == ["--mrt", "1"]));
+        assert!(args.windows(2).any(|w| w == ["--root", "0"]));
+        assert!(args.windows(2).any(|w| w == ["--threads", "1"]));
         let wcc: Vec<_> = plan.runs.iter().filter(|r| r.algorithm == "wcc").collect();
         assert_eq!(wcc.len(), 4);
         assert_eq!(wcc[0].runs, "wcc-lp");

@@ -131,11 +131,16 @@ pub fn cmd_bench(a: BenchArgs) -> Result<()> {
     let plan = Spec::load(&spec_path)?.plan(&spec_path)?;
     if a.dry_run {
         for r in &plan.runs {
+            let sep = if r.concurrent { " & " } else { " ; " };
             println!(
-                "{}\tlimit {}\toutcore {}",
+                "{}\tlimit {}\t{}",
                 r.id,
                 r.limit.map_or("none".into(), format_bytes),
-                r.args.join(" ")
+                r.commands
+                    .iter()
+                    .map(|a| format!("outcore {}", a.join(" ")))
+                    .collect::<Vec<_>>()
+                    .join(sep)
             );
         }
         eprintln!("bench: {} runs planned", plan.runs.len());

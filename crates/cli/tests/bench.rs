@@ -281,3 +281,105 @@ fn no_cgroup_permission_is_a_clear_error() {
     assert!(e.contains("--no-cgroup"), "{e}");
     assert!(!out.exists(), "nothing ran");
 }
+
+/// A job mix runs as one `outcore jobs`, as runs one after another, and as runs all
+/// at once, each as one record with the processes' statistics summed.
+#[test]
+fn job_mixes_run_shared_sequential_and_concurrent() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let spec = dir.path().join("j.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "j"
+threads = 1
+baseline = "seq"
+
+[[store]]
+name = "g"
+path = "g.store"
+generate = ["grid", "--rows", "30", "--cols", "30", "--weighted"]
+ingest = ["--partitions", "4"]
+
+[[scenario]]
+name = "s"
+limit = "none"
+memory = "64M"
+
+[[config]]
+name = "shared"
+
+[[config]]
+name = "seq"
+mrt = 1
+jobs_mode = "sequential"
+
+[[config]]
+name = "conc"
+mrt = 1
+jobs_mode = "concurrent"
+
+[[algorithm]]
+name = "Sim1"
+jobs = ["bfs:root=0", "sssp:root=5"]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = run(&["bench", s(&spec), "--out", s(&out), "--no-cgroup"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let by = |c: &str| lines.iter().find(|l| l["config"] == c).unwrap();
+    assert_eq!(by("shared")["command"].as_array().unwrap().len(), 1);
+    assert_eq!(by("seq")["command"].as_array().unwrap().len(), 2);
+    assert_eq!(by("conc")["command"].as_array().unwrap().len(), 2);
+    assert!(by("conc")["command"][0]
+        .as_str()
+        .unwrap()
+        .contains("--memory 33554432"));
+    for l in &lines {
+        assert_eq!(l["status"], "ok", "{l}");
+        assert!(l["engine_read_bytes"].as_u64().unwrap() > 0, "{l}");
+        // A 30 x 30 lattice from a corner: 59 levels one per iteration with MRT 1;
+        // the shared run's DFVU moves ahead within rows and needs fewer.
+        let it = l["iterations"].as_u64().unwrap();
+        if l["config"] == "shared" {
+            assert!((1..59).contains(&it), "{l}");
+        } else {
+            assert!(it >= 59, "{l}");
+        }
+        assert_eq!(
+            l["summary"]
+                .as_str()
+                .unwrap()
+                .matches("900 vertices reached")
+                .count(),
+            2,
+            "{l}"
+        );
+    }
+    // Sharing the scan reads less than two separate runs.
+    assert!(by("shared")["engine_read_bytes"].as_u64() < by("seq")["engine_read_bytes"].as_u64());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| Sim1 | shared | 1/1 |"), "{report}");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&spec)
+            .unwrap()
+            .replace("bfs:root=0", "bfs:root=zero"),
+    )
+    .unwrap();
+    let o = run(&["bench", s(&bad), "--no-cgroup", "--dry-run"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("job mix Sim1") && err(&o).contains("bfs:root=zero"),
+        "{}",
+        err(&o)
+    );
+}
