@@ -21,8 +21,10 @@
 //! bytes (m = 4, or 8 with weights), and each random run costs at least one 4 KiB
 //! page per sub-block it spans. Selective loads merge runs less than B apart into
 //! one request. `IoMode::Sequential` / `IoMode::Selective` force a mode (GraphCP-b1/-b2).
-//! Several reads are in flight at once: the sub-blocks of a row are read in parallel
-//! by the worker pool, in groups that fit the memory budget.
+//! Several reads are in flight at once: a loader thread reads the sub-blocks of a row
+//! in parallel on a small I/O pool of its own, in groups that fit a third of the
+//! memory budget, one group ahead of the processing (I/O overlaps compute). Weights
+//! are read only for rows where a job that needs them is active.
 //!
 //! Scheduling (§3.3.3): a loaded sub-block becomes tasks of about 16K edges per job
 //! with active sources in it; rayon's work stealing runs them, so each job gets
@@ -169,7 +171,9 @@ pub struct JobsStats {
     /// edges they processed.
     pub dfvu_sources: u64,
     pub dfvu_edges: u64,
+    /// Seconds the loader spent reading, and seconds processing waited for it.
     pub io_seconds: f64,
+    pub io_wait_seconds: f64,
     pub compute_seconds: f64,
     pub jobs: Vec<JobStats>,
 }
@@ -376,6 +380,12 @@ impl<'s> JobsEngine<'s> {
             .collect();
         let (bw_seq, bw_ran) = self.bandwidths();
         let io_block = self.cfg.io_block;
+        // Reads in flight: a small pool of its own, apart from the compute threads.
+        let io_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .thread_name(|i| format!("outcore-jobs-io-{i}"))
+            .build()
+            .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;
         let start_io: IoSnapshot = io.snapshot();
         let mut it = 0u64;
         loop {
@@ -428,6 +438,18 @@ impl<'s> JobsEngine<'s> {
                 .modes
                 .push(if selective { "selective" } else { "sequential" }.into());
             self.stats.blocks_skipped += (p - rows.len() as u32) as u64 * p as u64;
+            // The iteration's units: groups of one row's non-empty sub-blocks that fit
+            // a third of the budget (one being processed, one waiting, one being
+            // read). Weights are read only for rows where a weighted job is active.
+            struct Unit {
+                row: u32,
+                cols: Vec<u32>,
+                whole_row: bool,
+                weights: bool,
+                jobs: Vec<usize>,
+                active: Vec<u32>,
+            }
+            let mut units: Vec<Unit> = Vec::new();
             for &r in &rows {
                 let range = self.store.interval(r);
                 let row_active: Vec<u32> = {
@@ -440,8 +462,8 @@ impl<'s> JobsEngine<'s> {
                     .copied()
                     .filter(|&k| slots[k].active.any_in(range.clone()))
                     .collect();
-                // Read the row's non-empty sub-blocks in groups that fit the budget,
-                // several reads in flight.
+                let weights =
+                    self.store.weighted() && jobs_here.iter().any(|&k| slots[k].job.weighted());
                 let cols: Vec<u32> = (0..p).filter(|&c| grid.entry(r, c).edges > 0).collect();
                 self.stats.blocks_skipped += (p as usize - cols.len()) as u64;
                 let mut g = 0;
@@ -450,41 +472,71 @@ impl<'s> JobsEngine<'s> {
                     let mut bytes = 0;
                     while h < cols.len()
                         && (h == g
-                            || bytes + grid.block_read_bytes(r, cols[h], edge_bytes == 8)
-                                <= self.cfg.memory / 2)
+                            || bytes + grid.block_read_bytes(r, cols[h], weights)
+                                <= self.cfg.memory / 3)
                     {
-                        bytes += grid.block_read_bytes(r, cols[h], edge_bytes == 8);
+                        bytes += grid.block_read_bytes(r, cols[h], weights);
                         h += 1;
                     }
+                    units.push(Unit {
+                        row: r,
+                        cols: cols[g..h].to_vec(),
+                        whole_row: g == 0 && h == cols.len(),
+                        weights,
+                        jobs: jobs_here.clone(),
+                        active: row_active.clone(),
+                    });
+                    g = h;
+                }
+            }
+            // A loader thread reads the units in order, several reads in flight on
+            // its own small pool, while this thread processes the previous unit.
+            let grid_ref = &grid;
+            let units_ref = &units;
+            let io_pool = &io_pool;
+            std::thread::scope(|scope| -> Result<()> {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<(Result<Vec<Loaded>>, f64)>(1);
+                scope.spawn(move || {
+                    for u in units_ref {
+                        let t = Instant::now();
+                        let loaded = io_pool.install(|| {
+                            u.cols
+                                .par_iter()
+                                .map(|&c| -> Result<Loaded> {
+                                    if selective {
+                                        Ok(Loaded::Selective(grid_ref.read_sources_merged(
+                                            u.row, c, &u.active, u.weights, io_block,
+                                        )?))
+                                    } else {
+                                        let mut b = RawBlock::default();
+                                        grid_ref.read_block_into(u.row, c, u.weights, &mut b)?;
+                                        Ok(Loaded::Whole(b))
+                                    }
+                                })
+                                .collect::<Result<Vec<_>>>()
+                        });
+                        let failed = loaded.is_err();
+                        if tx.send((loaded, t.elapsed().as_secs_f64())).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
+                for u in &units {
                     let t = Instant::now();
-                    let loaded: Vec<Loaded> = cols[g..h]
-                        .par_iter()
-                        .map(|&c| -> Result<Loaded> {
-                            if selective {
-                                Ok(Loaded::Selective(grid.read_sources_merged(
-                                    r,
-                                    c,
-                                    &row_active,
-                                    edge_bytes == 8,
-                                    io_block,
-                                )?))
-                            } else {
-                                let mut b = RawBlock::default();
-                                grid.read_block_into(r, c, edge_bytes == 8, &mut b)?;
-                                Ok(Loaded::Whole(b))
-                            }
-                        })
-                        .collect::<Result<_>>()?;
-                    self.stats.io_seconds += t.elapsed().as_secs_f64();
+                    let (loaded, io_secs) = rx
+                        .recv()
+                        .map_err(|_| EngineError::Invalid("the sub-block loader stopped".into()))?;
+                    let loaded = loaded?;
+                    self.stats.io_seconds += io_secs;
+                    self.stats.io_wait_seconds += t.elapsed().as_secs_f64();
                     if selective {
                         self.stats.blocks_selective += loaded.len() as u64;
                     } else {
                         self.stats.blocks_whole += loaded.len() as u64;
                     }
                     let t = Instant::now();
-                    let whole_row = g == 0 && h == cols.len();
-                    for (k, e) in
-                        process(&slots, &jobs_here, &loaded, &|k, u| slots[k].active.get(u))
+                    let range = self.store.interval(u.row);
+                    for (k, e) in process(&slots, &u.jobs, &loaded, &|k, v| slots[k].active.get(v))
                     {
                         slots[k].stats.edges_processed += e;
                     }
@@ -494,13 +546,20 @@ impl<'s> JobsEngine<'s> {
                     // interval that this iteration already activated push their new
                     // values now and leave the next frontier — all their out-edges
                     // are in this row. Selective loads hold only the shared active
-                    // sources' runs, so only those qualify.
-                    if self.cfg.dfvu && whole_row {
+                    // sources' runs, so only those qualify. A weighted job needs the
+                    // weights, which a row read without them does not have.
+                    if self.cfg.dfvu && u.whole_row {
                         let base = range.start;
                         let mut ahead: Vec<Option<AtomicBitmap>> =
                             (0..slots.len()).map(|_| None).collect();
                         let mut ks = Vec::new();
-                        for &k in live.iter().filter(|&&k| slots[k].job.future_updates()) {
+                        for &k in live
+                            .iter()
+                            .filter(|&&k| slots[k].job.future_updates())
+                            .filter(|&&k| {
+                                u.weights || !slots[k].job.weighted() || !self.store.weighted()
+                            })
+                        {
                             let s = &slots[k];
                             let f = AtomicBitmap::new(range.len());
                             let mut any = 0u64;
@@ -512,7 +571,7 @@ impl<'s> JobsEngine<'s> {
                                 }
                             };
                             if selective {
-                                row_active.iter().for_each(|&v| take(v));
+                                u.active.iter().for_each(|&v| take(v));
                             } else {
                                 range.clone().for_each(&mut take);
                             }
@@ -523,8 +582,8 @@ impl<'s> JobsEngine<'s> {
                             }
                         }
                         if !ks.is_empty() {
-                            let pick = |k: usize, u: u32| {
-                                ahead[k].as_ref().is_some_and(|f| f.get(u - base))
+                            let pick = |k: usize, v: u32| {
+                                ahead[k].as_ref().is_some_and(|f| f.get(v - base))
                             };
                             for (k, e) in process(&slots, &ks, &loaded, &pick) {
                                 slots[k].stats.edges_processed += e;
@@ -533,9 +592,9 @@ impl<'s> JobsEngine<'s> {
                         }
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();
-                    g = h;
                 }
-            }
+                Ok(())
+            })?;
             for &k in &live {
                 let s = &mut slots[k];
                 s.stats.iterations = it;
