@@ -155,19 +155,23 @@ pub fn prepare_stores(
             continue;
         }
         let out = s.path.display().to_string();
+        let ingest_args = |input: &Path, args: &[String]| {
+            let mut a = vec![
+                "ingest".to_string(),
+                input.display().to_string(),
+                "-o".into(),
+                out.clone(),
+            ];
+            a.extend(args.iter().cloned());
+            a
+        };
         match s
             .recipe
             .as_ref()
             .expect("validated: missing stores have recipes")
         {
             Recipe::Ingest { input, args } => {
-                let mut a = vec![
-                    "ingest".to_string(),
-                    input.display().to_string(),
-                    "-o".into(),
-                    out,
-                ];
-                a.extend(args.iter().cloned());
+                let a = ingest_args(input, args);
                 event(Event::Preparing(&s.name, &a));
                 run_tool(exe, &a, &format!("building store {}", s.name))?;
             }
@@ -191,13 +195,7 @@ pub fn prepare_stores(
                 g.extend(["-o".into(), input.display().to_string()]);
                 event(Event::Preparing(&s.name, &g));
                 run_tool(exe, &g, &format!("generating store {}", s.name))?;
-                let mut a = vec![
-                    "ingest".to_string(),
-                    input.display().to_string(),
-                    "-o".into(),
-                    out,
-                ];
-                a.extend(args.iter().cloned());
+                let a = ingest_args(&input, args);
                 event(Event::Preparing(&s.name, &a));
                 let r = run_tool(exe, &a, &format!("building store {}", s.name));
                 let _ = std::fs::remove_file(&input);

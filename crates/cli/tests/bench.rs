@@ -3,21 +3,11 @@
 //! plots; a run killed by its memory limit is reported as such; bad specs are
 //! refused before anything runs.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outcore"))
-        .args(args)
-        .output()
-        .expect("runs outcore")
-}
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{err, run, s};
+use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn calibrate_measures_saves_and_cleans_up() {

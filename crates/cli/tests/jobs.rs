@@ -1,21 +1,9 @@
 //! `outcore jobs`: results equal `outcore run`'s in the user's ids, statistics are
 //! written, and malformed specs or roots are refused before any I/O, naming the spec.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outcore"))
-        .args(args)
-        .output()
-        .expect("runs outcore")
-}
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{err, run, s};
 
 #[test]
 fn jobs_match_single_runs_and_refuse_bad_specs() {

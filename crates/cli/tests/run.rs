@@ -2,21 +2,10 @@
 //! errors with a non-zero exit for bad requests and damaged stores, and the
 //! `--stats` JSON.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outcore"))
-        .args(args)
-        .output()
-        .expect("runs outcore")
-}
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{err, run, s};
+use std::path::Path;
 
 /// Ids 10, 20, 30 form a weighted path; 1000 and 2000 are joined; 5 is alone.
 fn store(dir: &Path) -> std::path::PathBuf {
