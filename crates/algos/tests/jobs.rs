@@ -68,6 +68,9 @@ fn run_jobs(
     }
     let st = e.stats().clone();
     assert_eq!(st.jobs.len(), specs.len());
+    assert_eq!(st.modes.len() as u64, st.iterations);
+    assert_eq!(st.iteration_seconds.len() as u64, st.iterations);
+    assert_eq!(st.iteration_bytes.iter().sum::<u64>(), st.bytes_read);
     assert!(st.jobs.iter().all(|j| j.finished));
     match mode {
         IoMode::Sequential => assert_eq!(st.blocks_selective, 0),

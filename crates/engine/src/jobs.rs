@@ -162,8 +162,11 @@ pub struct JobsStats {
     pub blocks_whole: u64,
     pub blocks_selective: u64,
     pub blocks_skipped: u64,
-    /// The mode chosen in each iteration ("sequential" or "selective").
+    /// The mode chosen in each iteration ("sequential" or "selective"), and each
+    /// iteration's seconds and bytes read (to compare modes iteration by iteration).
     pub modes: Vec<String>,
+    pub iteration_seconds: Vec<f64>,
+    pub iteration_bytes: Vec<u64>,
     pub bytes_read: u64,
     pub read_requests: u64,
     pub edges_loaded: u64,
@@ -401,6 +404,7 @@ impl<'s> JobsEngine<'s> {
                 break;
             }
             it += 1;
+            let iteration_start = (Instant::now(), io.snapshot());
             // The shared active set, by row.
             let shared = AtomicBitmap::new(n);
             for &k in &live {
@@ -610,6 +614,12 @@ impl<'s> JobsEngine<'s> {
                 }
             }
             self.stats.iterations = it;
+            self.stats
+                .iteration_seconds
+                .push(iteration_start.0.elapsed().as_secs_f64());
+            self.stats
+                .iteration_bytes
+                .push(io.snapshot().since(&iteration_start.1).bytes_read);
             if let Some(o) = &mut self.observer {
                 let js: Vec<JobStats> = slots.iter().map(|s| s.stats.clone()).collect();
                 o.iteration(it, &js);
