@@ -161,12 +161,17 @@ impl Job for Bfs {
         self.st.atomic()[self.root as usize].store(self.root as u64, Relaxed);
         active.set(self.root);
     }
-    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, _: f32) {
+    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
+        self.edges(ctx, u, &[v], Some(&[w]));
+    }
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.st.atomic();
         let du = a[u as usize].load(Relaxed) >> 32;
         let cand = ((du + 1) << 32) | u as u64;
-        if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
-            ctx.activate(v);
+        for &v in dsts {
+            if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
+                ctx.activate(v);
+            }
         }
     }
     fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
@@ -212,16 +217,22 @@ impl Job for Sssp {
         active.set(self.root);
     }
     fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
-        if w < 0.0 || w.is_nan() {
-            self.bad.store(((u as u64) << 32) | v as u64, Relaxed);
-            self.bad_w.store(w.to_bits() as u64, Relaxed);
-            return;
-        }
+        self.edges(ctx, u, &[v], Some(&[w]));
+    }
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
         let a = self.st.atomic();
         let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
-        let cand = (((du + w).to_bits() as u64) << 32) | u as u64;
-        if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
-            ctx.activate(v);
+        for (i, &v) in dsts.iter().enumerate() {
+            let w = ws.map_or(1.0, |ws| ws[i]);
+            if w < 0.0 || w.is_nan() {
+                self.bad.store(((u as u64) << 32) | v as u64, Relaxed);
+                self.bad_w.store(w.to_bits() as u64, Relaxed);
+                return;
+            }
+            let cand = (((du + w).to_bits() as u64) << 32) | u as u64;
+            if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
+                ctx.activate(v);
+            }
         }
     }
     fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
@@ -336,8 +347,15 @@ impl Job for PageRank {
     fn init(&mut self, active: &AtomicBitmap) {
         self.prepare(active);
     }
-    fn edge(&self, _: &JobCtx, u: u32, v: u32, _: f32) {
-        atomic_add_f64(&self.sum.atomic()[v as usize], self.contrib[u as usize]);
+    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
+        self.edges(ctx, u, &[v], Some(&[w]));
+    }
+    fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
+        let share = self.contrib[u as usize];
+        let sum = self.sum.atomic();
+        for &v in dsts {
+            atomic_add_f64(&sum[v as usize], share);
+        }
     }
     fn end_iteration(
         &mut self,

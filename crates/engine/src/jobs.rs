@@ -137,6 +137,24 @@ pub trait Job: Send + Sync {
     /// One edge whose source `u` is active for this job in this iteration. Runs on
     /// many threads at once (atomics).
     fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32);
+    /// All edges of one active source `u` in a loaded sub-block (`ws` when read with
+    /// weights, else every weight is 1). The engine calls this, once per source run;
+    /// the default loops over [`Job::edge`] (a static call, so it inlines), and a job
+    /// may override it to hoist per-source work such as reading `u`'s value.
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
+        match ws {
+            Some(ws) => {
+                for (&v, &w) in dsts.iter().zip(ws) {
+                    self.edge(ctx, u, v, w);
+                }
+            }
+            None => {
+                for &v in dsts {
+                    self.edge(ctx, u, v, 1.0);
+                }
+            }
+        }
+    }
     /// After the iteration (`iteration` counts from 1), with `next` holding what the
     /// edge functions activated (the job may add more, e.g. all vertices). Returns
     /// true when the job has finished; an error stops the whole run.
@@ -247,9 +265,8 @@ fn process(
                 if !pick(k, u) {
                     continue;
                 }
-                for e in offs[x] as usize..offs[x + 1] as usize {
-                    s.job.edge(&ctx, u, dsts[e], ws.map_or(1.0, |w| w[e]));
-                }
+                let (ea, eb) = (offs[x] as usize, offs[x + 1] as usize);
+                s.job.edges(&ctx, u, &dsts[ea..eb], ws.map(|w| &w[ea..eb]));
                 edges += (offs[x + 1] - offs[x]) as u64;
             }
             (k, edges)
