@@ -58,6 +58,7 @@ fn run_jobs(
         // Small enough that Algorithm 1 sees both sequential and random runs.
         io_block: 256,
         dfvu,
+        dfvu_rounds: if dfvu { 3 } else { 1 },
         profile: Some(fast_random_device()),
     };
     let mut e = JobsEngine::new(store, cfg).unwrap();

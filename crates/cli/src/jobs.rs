@@ -42,6 +42,10 @@ pub struct JobsArgs {
     /// Turn off dependency-based future-vertex updating (GraphCP §3.4).
     #[arg(long)]
     no_dfvu: bool,
+    /// DFVU rounds per row in memory (1 = GraphCP's single look-ahead; more is
+    /// CLIP-like re-entry for the min-monotone jobs).
+    #[arg(long, default_value_t = 1)]
+    dfvu_rounds: u32,
     /// Read the store with O_DIRECT.
     #[arg(long)]
     direct: bool,
@@ -122,6 +126,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         profile,
         io_block: a.io_block,
         dfvu: !a.no_dfvu,
+        dfvu_rounds: a.dfvu_rounds,
     };
     let mut engine = JobsEngine::new(&store, cfg)?;
     let bar = ProgressBar::new_spinner();
