@@ -62,6 +62,28 @@ pub struct JobsArgs {
     stats: Option<PathBuf>,
 }
 
+impl JobsArgs {
+    /// The settings `outcore example` uses: defaults, with `--verify`.
+    pub fn example(store: PathBuf, specs: &[&str]) -> JobsArgs {
+        JobsArgs {
+            store,
+            specs: specs.iter().map(|s| s.to_string()).collect(),
+            memory: 1 << 30,
+            threads: None,
+            io_mode: IoMode::Auto,
+            io_block: 64 << 10,
+            profile: None,
+            no_dfvu: false,
+            dfvu_rounds: 1,
+            direct: false,
+            out_dir: None,
+            out_format: OutFormat::Text,
+            verify: true,
+            stats: None,
+        }
+    }
+}
+
 struct Bar {
     bar: ProgressBar,
     names: Vec<String>,

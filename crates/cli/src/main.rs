@@ -450,5 +450,10 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
         eprintln!("example: run {algo} with --verify");
         run::cmd_run(run::RunArgs::example(algo, store.clone(), root))?;
     }
+    eprintln!("example: jobs bfs:root=0 sssp:root=0 wcc pagerank sharing one scan, with --verify");
+    jobs::cmd_jobs(jobs::JobsArgs::example(
+        store.clone(),
+        &["bfs:root=0", "sssp:root=0", "wcc", "pagerank:iterations=5"],
+    ))?;
     Ok(())
 }

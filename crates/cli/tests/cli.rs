@@ -488,6 +488,8 @@ fn the_built_in_example_runs() {
         );
     }
     assert_eq!(e.matches("verify: ").count(), 4, "{e}");
+    assert_eq!(e.matches("verify job ").count(), 4, "{e}");
+    assert!(e.contains("jobs: 4 jobs in "), "{e}");
 }
 
 /// ../shared/graphs relative to the workspace root; None (with a message) when absent.
