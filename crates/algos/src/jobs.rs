@@ -148,6 +148,12 @@ pub fn make_job(spec: &JobSpec, store: &Store) -> Result<Box<dyn BspJob>> {
     })
 }
 
+/// The root starts at distance 0 as its own parent, and active.
+fn seed_root(st: &VertexArray<u64>, root: u32, active: &AtomicBitmap) {
+    st.atomic()[root as usize].store(root as u64, Relaxed);
+    active.set(root);
+}
+
 struct Bfs {
     root: u32,
     st: VertexArray<u64>,
@@ -158,8 +164,7 @@ impl Job for Bfs {
         true
     }
     fn init(&mut self, active: &AtomicBitmap) {
-        self.st.atomic()[self.root as usize].store(self.root as u64, Relaxed);
-        active.set(self.root);
+        seed_root(&self.st, self.root, active);
     }
     fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
         self.edges(ctx, u, &[v], Some(&[w]));
@@ -213,8 +218,7 @@ impl Job for Sssp {
         true
     }
     fn init(&mut self, active: &AtomicBitmap) {
-        self.st.atomic()[self.root as usize].store(self.root as u64, Relaxed);
-        active.set(self.root);
+        seed_root(&self.st, self.root, active);
     }
     fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
         self.edges(ctx, u, &[v], Some(&[w]));

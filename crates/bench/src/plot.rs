@@ -178,16 +178,7 @@ pub fn render(records: &[RunRecord], dir: &Path) -> Result<Vec<(String, String)>
     let mut out = Vec::new();
     for store in &g.stores {
         for scenario in &g.scenarios {
-            let algos: Vec<String> = g
-                .algorithms
-                .iter()
-                .filter(|a| {
-                    g.configs
-                        .iter()
-                        .any(|c| !g.runs(store, scenario, a, c).is_empty())
-                })
-                .cloned()
-                .collect();
+            let algos = g.algorithms_in(store, scenario);
             if algos.is_empty() {
                 continue;
             }

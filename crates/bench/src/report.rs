@@ -73,6 +73,19 @@ impl<'a> Groups<'a> {
         g
     }
 
+    /// The algorithms with at least one run on `store` in `scenario`.
+    pub fn algorithms_in(&self, store: &str, scenario: &str) -> Vec<String> {
+        self.algorithms
+            .iter()
+            .filter(|a| {
+                self.configs
+                    .iter()
+                    .any(|c| !self.runs(store, scenario, a, c).is_empty())
+            })
+            .cloned()
+            .collect()
+    }
+
     pub fn runs(
         &self,
         store: &str,
@@ -208,25 +221,17 @@ iterations as the engine counts them; *read* is what the engine read from the st
     );
     for store in &g.stores {
         for scenario in &g.scenarios {
-            let algos: Vec<&String> = g
-                .algorithms
-                .iter()
-                .filter(|a| {
-                    g.configs
-                        .iter()
-                        .any(|c| !g.runs(store, scenario, a, c).is_empty())
-                })
-                .collect();
+            let algos = g.algorithms_in(store, scenario);
             if algos.is_empty() {
                 continue;
             }
             let any = g.runs(
                 store,
                 scenario,
-                algos[0],
+                &algos[0],
                 g.configs
                     .iter()
-                    .find(|c| !g.runs(store, scenario, algos[0], c).is_empty())
+                    .find(|c| !g.runs(store, scenario, &algos[0], c).is_empty())
                     .unwrap(),
             );
             let limit = any[0]
