@@ -584,3 +584,24 @@ fn declared_vertices_add_isolated_vertices_and_bound_ids() {
         &["g.gr:2: vertex id 7 is too large", "must be below 6"],
     );
 }
+
+/// `info --cost-model` on a graph small enough to compute by hand: nbr(0) = {1, 3}
+/// (variance 1), nbr(1) = {0} (0), nbr(2) = {0, 1, 3} (14/9), nbr(3) = {}; in-degrees
+/// 0: 2, 1: 2, 2: 0, 3: 2, so the cost is 2 x 1 + 0 x 14/9 = 2.
+#[test]
+fn info_prints_the_ordering_cost_model() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("g.txt");
+    std::fs::write(&input, "0 1\n0 3\n1 0\n2 0\n2 1\n2 3\n").unwrap();
+    let store = d.path().join("g");
+    let o = run(&["ingest", s(&input), "-o", s(&store)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["info", s(&store), "--cost-model"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("cost model   2.000000e0"), "{text}");
+    let o = run(&["info", s(&store), "--cost-model", "--json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["cost_model"], 2.0);
+}

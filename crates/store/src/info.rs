@@ -184,3 +184,38 @@ pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
         files,
     })
 }
+
+/// The I/O cost model of BFS-like algorithms on a vertex order (BAsC-Norder, ATC'19
+/// §4.1, Equation 1): the sum over vertices v of in-degree(v) times the variance of
+/// the ids of v's out-neighbours in the CSR. Lower is better; it compares orderings
+/// of the same graph before running anything. The CSR is streamed in chunks of at
+/// most `chunk_edges` edges; variances are population variances in f64 (0 for
+/// fewer than two neighbours).
+pub fn cost_model(store: &Store, chunk_edges: u64) -> Result<f64> {
+    let csr = store.csr("out")?;
+    let indeg = store.degrees("in")?;
+    let offs = csr.offsets();
+    let n = offs.len().saturating_sub(1);
+    let mut cost = 0.0f64;
+    let mut v = 0usize;
+    while v < n {
+        // Whole vertices per chunk (one vertex may exceed the chunk alone).
+        let mut w = v + 1;
+        while w < n && offs[w + 1] - offs[v] <= chunk_edges.max(1) {
+            w += 1;
+        }
+        let t = csr.targets(offs[v], offs[w])?;
+        for x in v..w {
+            let list = &t[(offs[x] - offs[v]) as usize..(offs[x + 1] - offs[v]) as usize];
+            if list.len() < 2 || indeg[x] == 0 {
+                continue;
+            }
+            let k = list.len() as f64;
+            let mean = list.iter().map(|&y| y as f64).sum::<f64>() / k;
+            let var = list.iter().map(|&y| (y as f64 - mean).powi(2)).sum::<f64>() / k;
+            cost += indeg[x] as f64 * var;
+        }
+        v = w;
+    }
+    Ok(cost)
+}

@@ -602,6 +602,21 @@ impl CsrReader {
     pub fn offsets(&self) -> &[u64] {
         &self.offsets
     }
+    /// The targets of edges `a..b` in CSR order (the edge lists of consecutive
+    /// vertices), read in one request.
+    pub fn targets(&self, a: u64, b: u64) -> Result<Vec<u32>> {
+        let total = *self.offsets.last().unwrap_or(&0);
+        if a > b || b > total {
+            return Err(StoreError::Invalid(format!(
+                "edge range {a}..{b} is outside the CSR's {total} edges"
+            )));
+        }
+        let mut t = vec![0u32; (b - a) as usize];
+        self.targets
+            .read_payload(a * 4, bytemuck::cast_slice_mut(&mut t))?;
+        Ok(t)
+    }
+
     /// The targets (and weights, when stored) of `v`'s edges, sorted by target.
     pub fn edges(&self, v: u32) -> Result<(Vec<u32>, Option<Vec<f32>>)> {
         if v as usize + 1 >= self.offsets.len() {
