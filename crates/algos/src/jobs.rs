@@ -10,11 +10,12 @@
 //! the previous iteration's shares and the next iteration's sums apart (BSP), as
 //! LDBC Graphalytics defines it (see [`crate::pagerank`]).
 
-use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Params, Result, Run};
+use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
 use outcore_engine::{Job, JobCtx};
 use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
 use outcore_store::{IdMap, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// A parsed job spec: `algo[:key=value,...]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,56 +97,71 @@ pub trait BspJob: Job {
 
 /// Builds the job of `spec` on `store` (the root resolved to a dense id).
 pub fn make_job(spec: &JobSpec, store: &Store) -> Result<Box<dyn BspJob>> {
+    let ids = Arc::new(store.id_map()?);
+    let mut jobs = make_jobs(std::slice::from_ref(spec), store, &ids)?;
+    Ok(jobs.pop().expect("one spec, one job"))
+}
+
+/// Builds the jobs of `specs` on `store`, resolving roots with `ids`. What the jobs
+/// share — the id map, the out-degrees of PageRank — is read once for all of them.
+pub fn make_jobs(
+    specs: &[JobSpec],
+    store: &Store,
+    ids: &Arc<IdMap>,
+) -> Result<Vec<Box<dyn BspJob>>> {
     let n = store.vertices() as usize;
-    let ids = store.id_map()?;
-    let root = match spec.root {
-        Some(r) => Some(ids.to_dense(r).ok_or_else(|| {
-            AlgoError::Invalid(format!(
-                "job spec {:?}: root {r} is not a vertex of the store",
-                spec.text
-            ))
-        })?),
-        None => None,
-    };
-    Ok(match spec.algo {
-        Algo::Bfs => Box::new(Bfs {
-            root: root.expect("checked"),
-            st: VertexArray::in_memory(n, u64::MAX),
-        }),
-        Algo::Sssp => Box::new(Sssp {
-            root: root.expect("checked"),
-            st: VertexArray::in_memory(n, u64::MAX),
-            bad: AtomicU64::new(u64::MAX),
-            bad_w: AtomicU64::new(0),
-            ids,
-        }),
-        Algo::WccLp => Box::new(Wcc {
-            label: VertexArray::in_memory(n, 0),
-            directed: store.manifest().directed,
-            changed: AtomicBool::new(false),
-        }),
-        Algo::PageRank => {
-            let p = Params {
-                iterations: Some(spec.iterations.unwrap_or(10)),
-                damping: spec.damping,
-                ..Params::default()
-            };
-            Box::new(PageRank {
-                iterations: p.iterations.unwrap(),
-                damping: p.damping,
-                deg: store.degrees("out")?,
-                rank: VertexArray::in_memory(n, 1.0 / n as f64),
-                contrib: VertexArray::in_memory(n, 0.0),
-                sum: VertexArray::in_memory(n, 0.0),
-            })
-        }
-        a => {
-            return Err(AlgoError::Invalid(format!(
-                "{} is not a job algorithm",
-                a.name()
-            )))
-        }
-    })
+    let mut out_degrees: Option<Arc<Vec<u32>>> = None;
+    let mut jobs: Vec<Box<dyn BspJob>> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let root = match spec.root {
+            Some(r) => Some(ids.to_dense(r).ok_or_else(|| {
+                AlgoError::Invalid(format!(
+                    "job spec {:?}: root {r} is not a vertex of the store",
+                    spec.text
+                ))
+            })?),
+            None => None,
+        };
+        jobs.push(match spec.algo {
+            Algo::Bfs => Box::new(Bfs {
+                root: root.expect("checked"),
+                st: VertexArray::in_memory(n, u64::MAX),
+            }),
+            Algo::Sssp => Box::new(Sssp {
+                root: root.expect("checked"),
+                st: VertexArray::in_memory(n, u64::MAX),
+                bad: AtomicU64::new(u64::MAX),
+                bad_w: AtomicU64::new(0),
+                ids: ids.clone(),
+            }),
+            Algo::WccLp => Box::new(Wcc {
+                label: VertexArray::in_memory(n, 0),
+                directed: store.manifest().directed,
+                changed: AtomicBool::new(false),
+            }),
+            Algo::PageRank => {
+                let deg = match &out_degrees {
+                    Some(d) => d.clone(),
+                    None => out_degrees.insert(Arc::new(store.degrees("out")?)).clone(),
+                };
+                Box::new(PageRank {
+                    iterations: spec.iterations.unwrap_or(10),
+                    damping: spec.damping,
+                    deg,
+                    rank: VertexArray::in_memory(n, 1.0 / n as f64),
+                    contrib: VertexArray::in_memory(n, 0.0),
+                    sum: VertexArray::in_memory(n, 0.0),
+                })
+            }
+            a => {
+                return Err(AlgoError::Invalid(format!(
+                    "{} is not a job algorithm",
+                    a.name()
+                )))
+            }
+        });
+    }
+    Ok(jobs)
 }
 
 /// The root starts at distance 0 as its own parent, and active.
@@ -165,9 +181,6 @@ impl Job for Bfs {
     }
     fn init(&mut self, active: &AtomicBitmap) {
         seed_root(&self.st, self.root, active);
-    }
-    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
-        self.edges(ctx, u, &[v], Some(&[w]));
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.st.atomic();
@@ -207,7 +220,7 @@ struct Sssp {
     st: VertexArray<u64>,
     bad: AtomicU64,
     bad_w: AtomicU64,
-    ids: IdMap,
+    ids: Arc<IdMap>,
 }
 
 impl Job for Sssp {
@@ -219,9 +232,6 @@ impl Job for Sssp {
     }
     fn init(&mut self, active: &AtomicBitmap) {
         seed_root(&self.st, self.root, active);
-    }
-    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
-        self.edges(ctx, u, &[v], Some(&[w]));
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
         let a = self.st.atomic();
@@ -286,17 +296,19 @@ impl Job for Wcc {
         }
         active.set_all();
     }
-    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, _: f32) {
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.label.atomic();
-        let (lu, lv) = (a[u as usize].load(Relaxed), a[v as usize].load(Relaxed));
-        if lu < lv {
-            if a[v as usize].fetch_min(lu, Relaxed) > lu {
-                ctx.activate(v);
+        for &v in dsts {
+            let (lu, lv) = (a[u as usize].load(Relaxed), a[v as usize].load(Relaxed));
+            if lu < lv {
+                if a[v as usize].fetch_min(lu, Relaxed) > lu {
+                    ctx.activate(v);
+                    self.changed.store(true, Relaxed);
+                }
+            } else if lv < lu && self.directed && a[u as usize].fetch_min(lv, Relaxed) > lv {
+                ctx.activate(u);
                 self.changed.store(true, Relaxed);
             }
-        } else if lv < lu && self.directed && a[u as usize].fetch_min(lv, Relaxed) > lv {
-            ctx.activate(u);
-            self.changed.store(true, Relaxed);
         }
     }
     fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
@@ -329,7 +341,7 @@ impl BspJob for Wcc {
 struct PageRank {
     iterations: u64,
     damping: f64,
-    deg: Vec<u32>,
+    deg: Arc<Vec<u32>>,
     rank: VertexArray<f64>,
     contrib: VertexArray<f64>,
     sum: VertexArray<f64>,
@@ -350,9 +362,6 @@ impl PageRank {
 impl Job for PageRank {
     fn init(&mut self, active: &AtomicBitmap) {
         self.prepare(active);
-    }
-    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32) {
-        self.edges(ctx, u, &[v], Some(&[w]));
     }
     fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let share = self.contrib[u as usize];

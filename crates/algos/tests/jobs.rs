@@ -41,7 +41,9 @@ fn build(dir: &Path, name: &str, kind: GenKind, undirected: bool, p: u32) -> (St
         ..Default::default()
     };
     ingest(&[input], &out, &opts, &Quiet).unwrap();
-    (Store::open(&out).unwrap(), g)
+    // Counters of its own: other tests in this process read stores at the same time.
+    let store = Store::open_with(&out, outcore_io::ReadMode::Buffered, IoStats::new()).unwrap();
+    (store, g)
 }
 
 fn run_jobs(

@@ -152,10 +152,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<()> {
     } else {
         outcore_bench::detect()?
     };
-    let profile = match &a.profile {
-        Some(p) => Some(DeviceProfile::load(p)?),
-        None => DeviceProfile::find()?,
-    };
+    let profile = DeviceProfile::load_or_find(a.profile.as_deref())?;
     if profile.is_none() {
         eprintln!("bench: no device profile (run `outcore calibrate DIR --save`); bandwidth fractions will be missing");
     }

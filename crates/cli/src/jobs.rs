@@ -6,13 +6,14 @@ use crate::run::{write_output, OutFormat};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use outcore_algos::jobs::{make_job, BspJob, JobSpec};
+use outcore_algos::jobs::{make_jobs, BspJob, JobSpec};
 use outcore_algos::verify::verify;
 use outcore_algos::{Algo, Params};
 use outcore_engine::{IoMode, Job, JobStats, JobsConfig, JobsEngine, JobsObserver};
 use outcore_io::{format_bytes, parse_size, DeviceProfile, IoStats, ReadMode};
 use outcore_store::Store;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Args)]
@@ -128,14 +129,9 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     };
     let store = Store::open_with(&a.store, mode, stats)
         .with_context(|| format!("opening store {}", a.store.display()))?;
-    let mut jobs: Vec<Box<dyn BspJob>> = specs
-        .iter()
-        .map(|s| make_job(s, &store))
-        .collect::<std::result::Result<_, _>>()?;
-    let profile = match &a.profile {
-        Some(p) => Some(DeviceProfile::load(p)?),
-        None => DeviceProfile::find()?,
-    };
+    let ids = Arc::new(store.id_map()?);
+    let mut jobs: Vec<Box<dyn BspJob>> = make_jobs(&specs, &store, &ids)?;
+    let profile = DeviceProfile::load_or_find(a.profile.as_deref())?;
     if profile.is_none() && a.io_mode == IoMode::Auto {
         eprintln!("jobs: no device profile (outcore calibrate DIR --save); the cost model assumes 500 MB/s sequential, 50 MB/s random");
     }
@@ -165,7 +161,6 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     bar.finish_and_clear();
     let es = engine.stats().clone();
     drop(engine);
-    let ids = store.id_map()?;
     let mut per_job = Vec::new();
     for (k, (job, spec)) in jobs.into_iter().zip(&specs).enumerate() {
         let js = &es.jobs[k];

@@ -140,27 +140,10 @@ pub trait Job: Send + Sync {
     }
     /// Before the first iteration: set the values up and mark the active vertices.
     fn init(&mut self, active: &AtomicBitmap);
-    /// One edge whose source `u` is active for this job in this iteration. Runs on
-    /// many threads at once (atomics).
-    fn edge(&self, ctx: &JobCtx, u: u32, v: u32, w: f32);
-    /// All edges of one active source `u` in a loaded sub-block (`ws` when read with
-    /// weights, else every weight is 1). The engine calls this, once per source run;
-    /// the default loops over [`Job::edge`] (a static call, so it inlines), and a job
-    /// may override it to hoist per-source work such as reading `u`'s value.
-    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
-        match ws {
-            Some(ws) => {
-                for (&v, &w) in dsts.iter().zip(ws) {
-                    self.edge(ctx, u, v, w);
-                }
-            }
-            None => {
-                for &v in dsts {
-                    self.edge(ctx, u, v, 1.0);
-                }
-            }
-        }
-    }
+    /// The edges of one source `u` that is active for this job in this iteration,
+    /// as one run of a loaded sub-block: targets `dsts`, weights `ws` when read with
+    /// weights (else every weight is 1). Runs on many threads at once (atomics).
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>);
     /// After the iteration (`iteration` counts from 1), with `next` holding what the
     /// edge functions activated (the job may add more, e.g. all vertices). Returns
     /// true when the job has finished; an error stops the whole run.
@@ -618,14 +601,11 @@ impl<'s> JobsEngine<'s> {
                         if ks.is_empty() {
                             break;
                         }
-                        {
-                            let pick = |k: usize, v: u32| {
-                                ahead[k].as_ref().is_some_and(|f| f.get(v - base))
-                            };
-                            for (k, e) in process(&slots, &ks, &loaded, &pick) {
-                                slots[k].stats.edges_processed += e;
-                                self.stats.dfvu_edges += e;
-                            }
+                        let pick =
+                            |k: usize, v: u32| ahead[k].as_ref().is_some_and(|f| f.get(v - base));
+                        for (k, e) in process(&slots, &ks, &loaded, &pick) {
+                            slots[k].stats.edges_processed += e;
+                            self.stats.dfvu_edges += e;
                         }
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();

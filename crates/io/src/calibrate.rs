@@ -191,6 +191,14 @@ impl DeviceProfile {
         }
     }
 
+    /// The profile at `path` when one is named, else the default one if it exists.
+    pub fn load_or_find(path: Option<&Path>) -> Result<Option<DeviceProfile>> {
+        match path {
+            Some(p) => Self::load(p).map(Some),
+            None => Self::find(),
+        }
+    }
+
     /// A human-readable table of the profile.
     pub fn describe(&self) -> String {
         let mb = |b: f64| b / 1e6;
