@@ -25,6 +25,7 @@ pub mod pagerank;
 pub mod pagerank_delta;
 pub mod spmv;
 pub mod sssp;
+pub mod vc;
 pub mod verify;
 pub mod wcc;
 pub mod wcc_lp;

@@ -7,12 +7,16 @@
 //! memory or mmap'd (§3.3); blocks whose sources are all inactive are never read
 //! (§4.3). [`jobs`] is GraphCP's concurrent-jobs engine (FCS'24 §3): several BSP jobs
 //! share each sub-block they load, loaded whole or selectively by an I/O cost model.
-//! Later engines (vertex-centric, external) live beside them.
+//! [`vertex`] is the vertex-centric semi-external engine of BAsC + Norder (ATC'19):
+//! active vertices' edge lists read by page into an engine-managed page cache, beside
+//! a static cache of pre-selected edge lists. The external engine will live beside them.
 
 pub mod error;
 pub mod jobs;
 pub mod stream;
+pub mod vertex;
 
 pub use error::{EngineError, Result};
 pub use jobs::{IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats};
 pub use stream::{BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine, StreamStats};
+pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};

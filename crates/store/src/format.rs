@@ -39,6 +39,8 @@ pub enum FileKind {
     IdMap = 7,
     /// A derived edge list in a user-defined order (the streaming engine's `sort`).
     SortedEdges = 8,
+    /// A static-cache selection: vertex ids, most wanted first (`select-cache`).
+    CacheSelection = 9,
 }
 
 impl FileKind {
@@ -53,11 +55,12 @@ impl FileKind {
             6 => Degrees,
             7 => IdMap,
             8 => SortedEdges,
+            9 => CacheSelection,
             _ => return None,
         })
     }
     pub fn from_name(name: &str) -> Option<FileKind> {
-        (1..=8)
+        (1..=9)
             .filter_map(FileKind::from_u32)
             .find(|k| k.name() == name)
     }
@@ -72,6 +75,7 @@ impl FileKind {
             Degrees => "degrees",
             IdMap => "idmap",
             SortedEdges => "sorted-edges",
+            CacheSelection => "cache-selection",
         }
     }
 }

@@ -322,6 +322,7 @@ pub fn ingest(
         work: &work,
         base,
         start,
+        relabel: None,
     };
     let mut report = if weighted {
         build::<WEdge>(&ctx)?
@@ -329,7 +330,14 @@ pub fn ingest(
         build::<Edge>(&ctx)?
     };
 
-    // Commit: sort runs are gone, move the finished store into place.
+    commit(&mut work, state, out)?;
+    report.seconds = start.elapsed().as_secs_f64();
+    report.io = stats.snapshot();
+    Ok(report)
+}
+
+/// Commits a finished build: sort runs are gone, the store moves into place.
+fn commit(work: &mut WorkDir, state: OutState, out: &Path) -> Result<()> {
     std::fs::remove_dir_all(&work.spill).map_err(|e| IoError::new(&work.spill, "remove", e))?;
     let io_err = |p: &Path, e| StoreError::from(IoError::new(p, "rename", e));
     match state {
@@ -353,9 +361,98 @@ pub fn ingest(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     outcore_io::sync_dir(parent)?;
+    Ok(())
+}
+
+/// Builds `out` from the edges of another store, relabelled (`outcore reorder`).
+pub(crate) fn ingest_relabelled(
+    rel: &crate::order::Relabel,
+    out: &Path,
+    opts: &IngestOptions,
+    obs: &dyn IngestObserver,
+) -> Result<IngestReport> {
+    let start = Instant::now();
+    let src = rel.store.manifest();
+    let opts = IngestOptions {
+        undirected: false,
+        remap: true,
+        dedup: false,
+        drop_self_loops: false,
+        in_edges: opts.in_edges || src.in_edges,
+        partitions: opts.partitions.or(Some(src.partitions)),
+        vertices: None,
+        ..opts.clone()
+    };
+    let state = check_output(out, opts.force)?;
+    let mut work = make_workdir(out, opts.tmp_dir.as_deref())?;
+    let stats = IoStats::new();
+    let inputs = [rel.store.dir().to_path_buf()];
+    let ctx = Ctx {
+        inputs: &inputs,
+        probes: &[],
+        opts: &opts,
+        obs,
+        stats: stats.clone(),
+        work: &work,
+        base: 0,
+        start,
+        relabel: Some(rel),
+    };
+    let mut report = if src.weighted {
+        build::<WEdge>(&ctx)?
+    } else {
+        build::<Edge>(&ctx)?
+    };
+    commit(&mut work, state, out)?;
     report.seconds = start.elapsed().as_secs_f64();
     report.io = stats.snapshot();
     Ok(report)
+}
+
+/// Streams the source store's out-CSR into the sorter, relabelled.
+fn parse_relabel<R: Record>(
+    c: &Ctx,
+    rel: &crate::order::Relabel,
+    sorter: &mut ExternalSorter<R>,
+) -> Result<(u64, u64, Option<Vec<u64>>)> {
+    let src = rel.store;
+    let n = src.vertices();
+    let m = src.edges();
+    c.obs.phase("relabel", m);
+    let csr = src.csr("out")?;
+    let offs = csr.offsets().to_vec();
+    let weights = if src.weighted() {
+        Some(src.layout("csr.out.weights", FileKind::CsrWeights)?)
+    } else {
+        None
+    };
+    let p = rel.new_of_old;
+    let chunk = 1u64 << 20;
+    let mut u = 0usize;
+    let mut e = 0u64;
+    while e < m {
+        let b = (e + chunk).min(m);
+        let t = csr.targets(e, b)?;
+        let mut w = vec![1f32; t.len()];
+        if let Some(wf) = &weights {
+            wf.read_payload(e * 4, bytemuck::cast_slice_mut(&mut w))?;
+        }
+        for (k, (&v, &wt)) in t.iter().zip(&w).enumerate() {
+            let x = e + k as u64;
+            while offs[u + 1] <= x {
+                u += 1;
+            }
+            sorter.push(R::new(p[u], p[v as usize], wt))?;
+        }
+        e = b;
+        c.obs.advance(e, e);
+    }
+    let ids = src.id_map()?;
+    let mut user = vec![0u64; n as usize];
+    for old in 0..n as usize {
+        user[p[old] as usize] = ids.to_user(old as u32);
+    }
+    Ok((n, m, Some(user)))
 }
 
 struct Ctx<'a> {
@@ -367,6 +464,7 @@ struct Ctx<'a> {
     work: &'a WorkDir,
     base: u64,
     start: Instant,
+    relabel: Option<&'a crate::order::Relabel<'a>>,
 }
 
 fn push_edge<R: Record>(
@@ -392,6 +490,9 @@ fn parse_all<R: Record>(
     sorter: &mut ExternalSorter<R>,
     sort_mem: u64,
 ) -> Result<(u64, u64, Option<Vec<u64>>)> {
+    if let Some(rel) = c.relabel {
+        return parse_relabel(c, rel, sorter);
+    }
     let total: u64 = c.probes.iter().map(|p| p.file_bytes).sum();
     c.obs.phase("parse", total);
     let mut done_before = 0u64;
@@ -788,7 +889,9 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         version: crate::format::FORMAT_VERSION,
         vertices: n,
         edges,
-        directed: !opts.undirected,
+        directed: c
+            .relabel
+            .map_or(!opts.undirected, |r| r.store.manifest().directed),
         weighted: R::WEIGHTED,
         self_loops,
         id_base: if opts.remap { 0 } else { c.base },
@@ -807,6 +910,8 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
             seconds: c.start.elapsed().as_secs_f64(),
         },
         files,
+        order: c.relabel.map(|r| r.record.clone()),
+        selections: Vec::new(),
     };
     manifest.write(store)?;
     Ok(IngestReport {

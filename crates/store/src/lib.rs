@@ -18,8 +18,10 @@ pub mod format;
 pub mod info;
 pub mod ingest;
 pub mod manifest;
+pub mod order;
 pub mod parse;
 pub mod reader;
+pub mod select;
 pub mod sort;
 
 pub use error::{Result, StoreError};

@@ -45,6 +45,41 @@ pub struct Manifest {
     pub in_edges: bool,
     pub ingest: IngestRecord,
     pub files: Vec<FileRecord>,
+    /// Set when the store was relabelled (`outcore reorder`, `ingest --order`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderRecord>,
+    /// Static-cache selections saved by `outcore select-cache` (one per policy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selections: Vec<SelectionRecord>,
+}
+
+/// How a store's vertices were relabelled.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OrderRecord {
+    /// `norder`, `degree` or `random`.
+    pub order: String,
+    /// The store it was made from (provenance only).
+    pub source: String,
+    pub seed: u64,
+    /// Seconds to compute the permutation (the rewrite not included).
+    pub seconds: f64,
+}
+
+/// A saved static-cache selection (file `basc.<policy>`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SelectionRecord {
+    pub policy: String,
+    pub file: String,
+    /// The static-cache size it was computed for, in bytes.
+    pub budget: u64,
+    /// GVS iterations (1 for the other policies).
+    pub k: u32,
+    /// The page size GVS assumed.
+    pub page_size: u64,
+    pub seed: u64,
+    pub vertices: u64,
+    pub edges: u64,
+    pub seconds: f64,
 }
 
 impl Manifest {

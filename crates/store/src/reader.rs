@@ -289,7 +289,19 @@ impl Store {
             if ids.len() as u64 != self.vertices() {
                 return Err(corrupt(self.dir.join("idmap"), "wrong number of entries"));
             }
-            Ok(IdMap::Map(ids))
+            if ids.windows(2).all(|w| w[0] < w[1]) {
+                return Ok(IdMap::Map(ids));
+            }
+            // A relabelled store: dense ids in the new order, an index by user id.
+            let mut by_user: Vec<u32> = (0..ids.len() as u32).collect();
+            by_user.sort_unstable_by_key(|&d| ids[d as usize]);
+            if by_user
+                .windows(2)
+                .any(|w| ids[w[0] as usize] == ids[w[1] as usize])
+            {
+                return Err(corrupt(self.dir.join("idmap"), "a user id appears twice"));
+            }
+            Ok(IdMap::Permuted { ids, by_user })
         } else {
             Ok(IdMap::Offset {
                 base: self.manifest.id_base,
@@ -335,13 +347,16 @@ pub enum IdMap {
     Offset { base: u64, n: u64 },
     /// user id = ids[dense]; ascending.
     Map(Vec<u64>),
+    /// A relabelled store (`outcore reorder`): user id = ids[dense], in any order;
+    /// `by_user` lists the dense ids by ascending user id.
+    Permuted { ids: Vec<u64>, by_user: Vec<u32> },
 }
 
 impl IdMap {
     pub fn to_user(&self, dense: u32) -> u64 {
         match self {
             IdMap::Offset { base, .. } => dense as u64 + base,
-            IdMap::Map(ids) => ids[dense as usize],
+            IdMap::Map(ids) | IdMap::Permuted { ids, .. } => ids[dense as usize],
         }
     }
     pub fn to_dense(&self, user: u64) -> Option<u32> {
@@ -350,6 +365,17 @@ impl IdMap {
                 user.checked_sub(*base).filter(|d| d < n).map(|d| d as u32)
             }
             IdMap::Map(ids) => ids.binary_search(&user).ok().map(|d| d as u32),
+            IdMap::Permuted { ids, by_user } => by_user
+                .binary_search_by_key(&user, |&d| ids[d as usize])
+                .ok()
+                .map(|k| by_user[k]),
+        }
+    }
+    /// Dense ids in ascending user-id order, when that is not simply `0..n`.
+    pub fn user_order(&self) -> Option<&[u32]> {
+        match self {
+            IdMap::Permuted { by_user, .. } => Some(by_user),
+            _ => None,
         }
     }
 }

@@ -161,6 +161,56 @@ pub fn spmv(g: &MemGraph) -> Vec<f64> {
     y
 }
 
+/// Brandes' betweenness along out-edges (unweighted, every parallel edge a
+/// path of its own), summed over `sources`, unscaled.
+pub fn brandes(g: &MemGraph, sources: &[u32]) -> Vec<f64> {
+    let adj = g.out_lists();
+    let n = g.n as usize;
+    let mut bc = vec![0f64; n];
+    for &s in sources {
+        let mut dist = vec![u32::MAX; n];
+        let mut sigma = vec![0f64; n];
+        let mut order = Vec::new();
+        dist[s as usize] = 0;
+        sigma[s as usize] = 1.0;
+        let mut q = VecDeque::from([s]);
+        while let Some(u) = q.pop_front() {
+            order.push(u);
+            for &(v, _) in &adj[u as usize] {
+                if dist[v as usize] == u32::MAX {
+                    dist[v as usize] = dist[u as usize] + 1;
+                    q.push_back(v);
+                }
+                if dist[v as usize] == dist[u as usize] + 1 {
+                    sigma[v as usize] += sigma[u as usize];
+                }
+            }
+        }
+        let mut delta = vec![0f64; n];
+        for &u in order.iter().rev() {
+            for &(w, _) in &adj[u as usize] {
+                if dist[w as usize] == dist[u as usize] + 1 {
+                    delta[u as usize] +=
+                        sigma[u as usize] / sigma[w as usize] * (1.0 + delta[w as usize]);
+                }
+            }
+            if u != s {
+                bc[u as usize] += delta[u as usize];
+            }
+        }
+    }
+    bc
+}
+
+/// The exact diameter along out-edges: the largest finite BFS depth over all
+/// sources (all-pairs BFS).
+pub fn diameter(g: &MemGraph) -> u32 {
+    (0..g.n)
+        .map(|s| bfs(g, s).into_iter().flatten().max().unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,546 @@
+//! BFS-like algorithms on the vertex-centric engine (BAsC + Norder, ATC'19 §5):
+//! vertex values in memory, one engine iteration per BFS level or relaxation
+//! round, the active vertices' edge lists read by page.
+//!
+//! - `bfs`: level-synchronous; the first vertex to reach `v` in a level is its parent.
+//! - `sssp`: Bellman-Ford relaxation of the vertices whose distance fell; distances
+//!   are `f32` sums, the least fixed point as in [`crate::sssp`]; negative weights
+//!   stop the run with the edge named.
+//! - `wcc`: label propagation of the smallest dense id over out-edges and, for
+//!   directed stores, in-edges (the store needs `--in-edges`).
+//! - `diam`: double sweep (§5): BFS from a seeded random vertex, then `rounds - 1`
+//!   more BFS each from the farthest vertex of the previous one (smallest id among
+//!   the farthest); the estimate is the largest depth seen, a lower bound of the
+//!   diameter along out-edges, exact on trees and grids.
+//! - `bc`: Brandes' betweenness (unweighted, along out-edges) accumulated from
+//!   `sources` sampled sources (every vertex when `sources >= n`, which is exact);
+//!   each source costs a forward pass by level and a backward pass re-reading the
+//!   same levels' edge lists. The output is the unscaled sum over the sources
+//!   (networkx `betweenness_centrality(normalized=False)` when all are used).
+//! - `apsp`: BFS distances from `sources` sampled sources, 64 at a time with
+//!   bit-parallel frontiers (one `u64` per vertex: which sources reached it), as
+//!   Graphene does. The output per vertex is the sum of its distances from the
+//!   sources that reach it; the run also returns each source's reach and
+//!   eccentricity.
+//!
+//! Sampling: a seeded shuffle of `0..n` (dense ids), the first `sources` taken.
+
+use crate::{AlgoError, Output, Result, Run};
+use outcore_engine::vertex::{Frontier, FrontierBuilder, VertexEngine, IN, OUT};
+use outcore_state::VertexArray;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VAlgo {
+    Bfs,
+    Sssp,
+    Wcc,
+    Diam,
+    Bc,
+    Apsp,
+}
+
+impl VAlgo {
+    pub const ALL: [VAlgo; 6] = [
+        VAlgo::Bfs,
+        VAlgo::Sssp,
+        VAlgo::Wcc,
+        VAlgo::Diam,
+        VAlgo::Bc,
+        VAlgo::Apsp,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            VAlgo::Bfs => "bfs",
+            VAlgo::Sssp => "sssp",
+            VAlgo::Wcc => "wcc",
+            VAlgo::Diam => "diam",
+            VAlgo::Bc => "bc",
+            VAlgo::Apsp => "apsp",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<VAlgo> {
+        VAlgo::ALL.into_iter().find(|a| a.name() == s)
+    }
+    pub fn needs_root(self) -> bool {
+        matches!(self, VAlgo::Bfs | VAlgo::Sssp)
+    }
+    /// Reads weights.
+    pub fn weighted(self) -> bool {
+        self == VAlgo::Sssp
+    }
+    /// Needs the in-edge CSR on a directed store.
+    pub fn needs_in_edges(self, directed: bool) -> bool {
+        self == VAlgo::Wcc && directed
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct VParams {
+    pub root: u32,
+    pub seed: u64,
+    /// diam: BFS runs (at least 2 for a double sweep).
+    pub rounds: u32,
+    /// bc, apsp: sampled sources.
+    pub sources: u32,
+    /// A cap on iterations (levels) per search.
+    pub iterations: Option<u64>,
+    /// Dense ids in ascending user-id order, for a relabelled store
+    /// ([`outcore_store::IdMap::user_order`]): sampling and tie-breaks then follow
+    /// the user's ids, so answers do not depend on the vertex order.
+    pub user_order: Option<Vec<u32>>,
+}
+
+impl Default for VParams {
+    fn default() -> Self {
+        VParams {
+            root: 0,
+            seed: 1,
+            rounds: 2,
+            sources: 128,
+            iterations: None,
+            user_order: None,
+        }
+    }
+}
+
+/// Extra results beyond the per-vertex output.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct VExtra {
+    /// diam: the estimate and the BFS starts, in dense ids.
+    pub diameter: Option<u32>,
+    pub starts: Vec<u32>,
+    /// bc, apsp: the sampled sources (dense ids).
+    pub sources: Vec<u32>,
+    /// apsp: per source, vertices reached (itself included) and eccentricity.
+    pub reach: Vec<u64>,
+    pub eccentricity: Vec<u32>,
+}
+
+pub struct VRun {
+    pub run: Run,
+    pub extra: VExtra,
+}
+
+/// Runs `algo` on the engine.
+pub fn run(e: &mut VertexEngine, algo: VAlgo, p: &VParams) -> Result<VRun> {
+    let n = e.vertices();
+    if algo.needs_root() && p.root as usize >= n {
+        return Err(AlgoError::Invalid(format!(
+            "root {} is not a vertex (the store has {n} vertices)",
+            p.root
+        )));
+    }
+    if matches!(algo, VAlgo::Bc | VAlgo::Apsp) && p.sources == 0 {
+        return Err(AlgoError::Invalid("--sources must be at least 1".into()));
+    }
+    if algo == VAlgo::Diam && p.rounds == 0 {
+        return Err(AlgoError::Invalid("--rounds must be at least 1".into()));
+    }
+    match algo {
+        VAlgo::Bfs => {
+            let (out, it, _) = bfs(e, p.root, p.iterations, None)?;
+            let reached = out.iter().filter(|&&x| x != u64::MAX).count();
+            let depth = out
+                .iter()
+                .filter(|&&x| x != u64::MAX)
+                .map(|x| x >> 32)
+                .max()
+                .unwrap_or(0);
+            Ok(VRun {
+                run: Run {
+                    output: Output::Bfs(vec_array(out)),
+                    iterations: it,
+                    summary: format!("{reached} vertices reached, depth {depth}"),
+                },
+                extra: VExtra::default(),
+            })
+        }
+        VAlgo::Sssp => sssp(e, p),
+        VAlgo::Wcc => wcc(e, p),
+        VAlgo::Diam => diam(e, p),
+        VAlgo::Bc => bc(e, p),
+        VAlgo::Apsp => apsp(e, p),
+    }
+}
+
+fn ranks(p: &VParams, n: usize) -> Option<Vec<u32>> {
+    p.user_order.as_ref().map(|o| {
+        let mut r = vec![0u32; n];
+        for (k, &v) in o.iter().enumerate() {
+            r[v as usize] = k as u32;
+        }
+        r
+    })
+}
+
+fn vec_array<T: bytemuck::Pod + Send + Sync>(v: Vec<T>) -> VertexArray<T> {
+    let mut a = VertexArray::in_memory(v.len(), T::zeroed());
+    a.copy_from_slice(&v);
+    a
+}
+
+fn capped(cap: Option<u64>, it: u64) -> bool {
+    cap.is_some_and(|k| it >= k)
+}
+
+/// BFS from `root`: `depth << 32 | parent` per vertex, iterations, farthest vertex.
+/// `rank[v]`: v's position in user-id order (ties among the farthest go to the
+/// smallest rank; without ranks, the smallest dense id).
+fn bfs(
+    e: &mut VertexEngine,
+    root: u32,
+    cap: Option<u64>,
+    rank: Option<&[u32]>,
+) -> Result<(Vec<u64>, u64, u32)> {
+    let n = e.vertices();
+    let mut out = vec![u64::MAX; n];
+    out[root as usize] = root as u64;
+    let mut frontier = Frontier::single(root);
+    let mut d = 0u64;
+    let mut far = root;
+    while !frontier.is_empty() && !capped(cap, d) {
+        let mut next = FrontierBuilder::new(n);
+        let nd = (d + 1) << 32;
+        e.iterate(OUT, &frontier, |u, ts, _| {
+            for &v in ts {
+                if out[v as usize] == u64::MAX {
+                    out[v as usize] = nd | u as u64;
+                    next.insert(v);
+                }
+            }
+        })?;
+        d += 1;
+        frontier = next.finish();
+        far = match rank {
+            None => frontier.first().unwrap_or(far),
+            Some(r) => {
+                let mut best = None;
+                frontier.for_each(|v| {
+                    if best.is_none_or(|b: u32| r[v as usize] < r[b as usize]) {
+                        best = Some(v);
+                    }
+                });
+                best.unwrap_or(far)
+            }
+        };
+    }
+    Ok((out, d, far))
+}
+
+fn sssp(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
+    let n = e.vertices();
+    let mut dist = vec![f32::INFINITY; n];
+    let mut parent = vec![u32::MAX; n];
+    dist[p.root as usize] = 0.0;
+    parent[p.root as usize] = p.root;
+    let mut frontier = Frontier::single(p.root);
+    let mut it = 0u64;
+    let mut bad: Option<(u32, u32, f32)> = None;
+    while !frontier.is_empty() && !capped(p.iterations, it) {
+        let mut next = FrontierBuilder::new(n);
+        e.iterate(OUT, &frontier, |u, ts, ws| {
+            let ws = ws.expect("sssp reads weights");
+            let du = dist[u as usize];
+            for (&v, &w) in ts.iter().zip(ws) {
+                if w < 0.0 || w.is_nan() {
+                    bad.get_or_insert((u, v, w));
+                    continue;
+                }
+                let nd = du + w;
+                if nd < dist[v as usize] {
+                    dist[v as usize] = nd;
+                    parent[v as usize] = u;
+                    next.insert(v);
+                }
+            }
+        })?;
+        it += 1;
+        if let Some((u, v, w)) = bad {
+            return Err(AlgoError::Invalid(format!(
+                "sssp needs non-negative weights, but edge ({u}, {v}) (dense ids) has weight {w}"
+            )));
+        }
+        frontier = next.finish();
+    }
+    let out: Vec<u64> = (0..n)
+        .map(|v| {
+            if parent[v] == u32::MAX {
+                u64::MAX
+            } else {
+                ((dist[v].to_bits() as u64) << 32) | parent[v] as u64
+            }
+        })
+        .collect();
+    let reached = parent.iter().filter(|&&x| x != u32::MAX).count();
+    let far = dist
+        .iter()
+        .filter(|d| d.is_finite())
+        .fold(0f32, |a, &b| a.max(b));
+    Ok(VRun {
+        run: Run {
+            output: Output::Sssp(vec_array(out)),
+            iterations: it,
+            summary: format!("{reached} vertices reached, largest distance {far}"),
+        },
+        extra: VExtra::default(),
+    })
+}
+
+fn wcc(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
+    let n = e.vertices();
+    let both = e.has_in_edges();
+    let mut label: Vec<u32> = (0..n as u32).collect();
+    let mut frontier = Frontier::all(n);
+    let mut it = 0u64;
+    while !frontier.is_empty() && !capped(p.iterations, it) {
+        let mut next = FrontierBuilder::new(n);
+        let mut push = |u: u32, ts: &[u32], _: Option<&[f32]>| {
+            let l = label[u as usize];
+            for &v in ts {
+                if l < label[v as usize] {
+                    label[v as usize] = l;
+                    next.insert(v);
+                }
+            }
+        };
+        e.iterate(OUT, &frontier, &mut push)?;
+        if both {
+            e.iterate(IN, &frontier, &mut push)?;
+        }
+        it += 1;
+        frontier = next.finish();
+    }
+    let comps = label
+        .iter()
+        .enumerate()
+        .filter(|&(v, &l)| v as u32 == l)
+        .count();
+    Ok(VRun {
+        run: Run {
+            output: Output::Labels(vec_array(label)),
+            iterations: it,
+            summary: format!("{comps} components"),
+        },
+        extra: VExtra::default(),
+    })
+}
+
+/// `k` vertices sampled by a seeded shuffle of the user-order ranks `0..n`.
+pub fn sample_vertices(n: usize, k: u32, p: &VParams) -> Vec<u32> {
+    let r = sample(n, k, p.seed);
+    match &p.user_order {
+        Some(order) => r.iter().map(|&x| order[x as usize]).collect(),
+        None => r,
+    }
+}
+
+/// A seeded shuffle of `0..n`, first `k` kept.
+pub fn sample(n: usize, k: u32, seed: u64) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    let mut s = seed ^ 0xA076_1D64_78BD_642F;
+    let k = (k as usize).min(n);
+    for i in 0..k {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let j = i + (z % (n - i) as u64) as usize;
+        v.swap(i, j);
+    }
+    v.truncate(k);
+    v
+}
+
+fn diam(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
+    let n = e.vertices();
+    if n == 0 {
+        return Err(AlgoError::Invalid("diam needs at least one vertex".into()));
+    }
+    let mut start = sample_vertices(n, 1, p)[0];
+    let rank = ranks(p, n);
+    let mut best = 0u32;
+    let mut starts = Vec::new();
+    let mut its = 0;
+    let mut last = Vec::new();
+    for _ in 0..p.rounds {
+        starts.push(start);
+        let (out, it, far) = bfs(e, start, p.iterations, rank.as_deref())?;
+        its += it;
+        let depth = (out[far as usize] >> 32) as u32;
+        best = best.max(depth);
+        last = out;
+        start = far;
+    }
+    Ok(VRun {
+        run: Run {
+            output: Output::Bfs(vec_array(last)),
+            iterations: its,
+            summary: format!(
+                "diameter >= {best} ({} BFS from vertex {} on)",
+                starts.len(),
+                starts[0]
+            ),
+        },
+        extra: VExtra {
+            diameter: Some(best),
+            starts,
+            ..Default::default()
+        },
+    })
+}
+
+fn bc(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
+    let n = e.vertices();
+    let sources = sample_vertices(n, p.sources, p);
+    let mut bc = vec![0f64; n];
+    let mut level = vec![u32::MAX; n];
+    let mut sigma = vec![0f64; n];
+    let mut delta = vec![0f64; n];
+    let mut its = 0u64;
+    for &s in &sources {
+        level[s as usize] = 0;
+        sigma[s as usize] = 1.0;
+        let mut levels: Vec<Frontier> = vec![Frontier::single(s)];
+        loop {
+            let d = levels.len() as u32 - 1;
+            let mut next = FrontierBuilder::new(n);
+            let cur = levels.last().expect("at least the source");
+            e.iterate(OUT, cur, |u, ts, _| {
+                let su = sigma[u as usize];
+                for &v in ts {
+                    let lv = &mut level[v as usize];
+                    if *lv == u32::MAX {
+                        *lv = d + 1;
+                        next.insert(v);
+                    }
+                    if *lv == d + 1 {
+                        sigma[v as usize] += su;
+                    }
+                }
+            })?;
+            its += 1;
+            if next.is_empty() || capped(p.iterations, d as u64 + 1) {
+                break;
+            }
+            levels.push(next.finish());
+        }
+        // Dependencies, deepest level first: delta(u) = sum over successors w of
+        // sigma(u)/sigma(w) (1 + delta(w)).
+        for d in (0..levels.len().saturating_sub(1)).rev() {
+            let dd = d as u32;
+            e.iterate(OUT, &levels[d], |u, ts, _| {
+                let mut acc = 0.0;
+                for &w in ts {
+                    if level[w as usize] == dd + 1 {
+                        acc += (1.0 + delta[w as usize]) / sigma[w as usize];
+                    }
+                }
+                delta[u as usize] += sigma[u as usize] * acc;
+            })?;
+            its += 1;
+        }
+        for f in &levels {
+            f.for_each(|v| {
+                if v != s {
+                    bc[v as usize] += delta[v as usize];
+                }
+                level[v as usize] = u32::MAX;
+                sigma[v as usize] = 0.0;
+                delta[v as usize] = 0.0;
+            });
+        }
+    }
+    let top = (0..n).max_by(|&a, &b| bc[a].total_cmp(&bc[b]).then(b.cmp(&a)));
+    Ok(VRun {
+        run: Run {
+            output: Output::Values(vec_array(bc.clone())),
+            iterations: its,
+            summary: format!(
+                "{} sources, highest centrality {:.6} (vertex {})",
+                sources.len(),
+                top.map_or(0.0, |t| bc[t]),
+                top.unwrap_or(0)
+            ),
+        },
+        extra: VExtra {
+            sources,
+            ..Default::default()
+        },
+    })
+}
+
+fn apsp(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
+    let n = e.vertices();
+    let sources = sample_vertices(n, p.sources, p);
+    let mut sum = vec![0f64; n];
+    let mut reach = vec![0u64; sources.len()];
+    let mut ecc = vec![0u32; sources.len()];
+    let mut its = 0u64;
+    let mut seen = vec![0u64; n];
+    let mut cur = vec![0u64; n];
+    let mut nxt = vec![0u64; n];
+    for (b, batch) in sources.chunks(64).enumerate() {
+        seen.iter_mut().for_each(|x| *x = 0);
+        cur.iter_mut().for_each(|x| *x = 0);
+        for (i, &s) in batch.iter().enumerate() {
+            seen[s as usize] |= 1 << i;
+            cur[s as usize] |= 1 << i;
+        }
+        for i in 0..batch.len() {
+            reach[b * 64 + i] = 1;
+        }
+        let mut frontier = Frontier::from_list(batch.to_vec());
+        let mut d = 0u32;
+        while !frontier.is_empty() && !capped(p.iterations, d as u64) {
+            let mut next = FrontierBuilder::new(n);
+            e.iterate(OUT, &frontier, |u, ts, _| {
+                let m = cur[u as usize];
+                for &v in ts {
+                    let new = m & !seen[v as usize];
+                    if new != 0 {
+                        seen[v as usize] |= new;
+                        nxt[v as usize] |= new;
+                        next.insert(v);
+                    }
+                }
+            })?;
+            its += 1;
+            d += 1;
+            frontier.for_each(|u| cur[u as usize] = 0);
+            let f = next.finish();
+            f.for_each(|v| {
+                let m = nxt[v as usize];
+                nxt[v as usize] = 0;
+                cur[v as usize] = m;
+                sum[v as usize] += (m.count_ones() * d) as f64;
+                let mut x = m;
+                while x != 0 {
+                    let i = x.trailing_zeros() as usize;
+                    reach[b * 64 + i] += 1;
+                    ecc[b * 64 + i] = d;
+                    x &= x - 1;
+                }
+            });
+            frontier = f;
+        }
+    }
+    let pairs: u64 = reach.iter().sum();
+    Ok(VRun {
+        run: Run {
+            output: Output::Values(vec_array(sum)),
+            iterations: its,
+            summary: format!(
+                "{} sources, {pairs} reachable pairs, largest eccentricity {}",
+                sources.len(),
+                ecc.iter().max().copied().unwrap_or(0)
+            ),
+        },
+        extra: VExtra {
+            sources,
+            reach,
+            eccentricity: ecc,
+            ..Default::default()
+        },
+    })
+}

@@ -1,0 +1,1017 @@
+//! The vertex-centric semi-external engine for BFS-like algorithms (BAsC + Norder,
+//! ATC'19 §2.1, §3, §5).
+//!
+//! Vertex values live in memory (the algorithms own them); out-edge lists are read
+//! from the store's CSR (`csr.out.targets`, `csr.out.weights`, optionally the
+//! in-edge CSR) **by page**. Per iteration the caller passes a [`Frontier`] (the
+//! active vertices, sparse list or dense bitmap as its size suggests) and an edge
+//! function; the engine walks the active vertices in ascending id order, which is
+//! ascending CSR order, and serves each edge list from
+//!
+//! 1. the **static cache** (BAsC, §3): the edge lists of pre-selected vertices,
+//!    loaded once before the run and never replaced; or
+//! 2. the **page cache**: an engine-managed set of page frames with CLOCK
+//!    replacement; or
+//! 3. **disk**: runs of adjacent missing pages are merged into one request (up to
+//!    `max_request` bytes), issued with O_DIRECT to a pool of I/O threads that keep
+//!    up to `queue_depth` requests in flight while the compute thread serves hits
+//!    and finished requests (I/O overlaps compute).
+//!
+//! An edge list that spans several pages is handed to the edge function one page
+//! segment at a time, so no list has to fit in the cache and no frame is pinned;
+//! each page is dispatched once per iteration (pages are visited in ascending
+//! order). Weighted stores keep a page of weights beside each page of targets in
+//! the same frame (a frame is `page_size` or `2 x page_size` bytes).
+//!
+//! Invariants: every active vertex's edges are delivered exactly once per call;
+//! the answer does not depend on page size, cache sizes, selection or queue depth
+//! (only the I/O does). Statistics follow §5.1: pages read, requests, page cache
+//! and static cache hit ratios, and page utilization (the fraction of 64-byte
+//! units of a page touched while it was cached, averaged over pages evicted and
+//! still resident at the end).
+
+use crate::{EngineError, Result};
+use outcore_io::{AlignedBuf, InFile};
+use outcore_store::format::{FileKind, HEADER_LEN};
+use outcore_store::Store;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Settings of a [`VertexEngine`].
+#[derive(Debug, Clone)]
+pub struct VertexConfig {
+    /// Page size in bytes: a power of two from 512 B to 1 MiB (8 KiB in the paper).
+    pub page_size: usize,
+    /// Bytes of page frames.
+    pub page_cache: u64,
+    /// Bytes of the static cache (edge lists of the selected vertices).
+    pub static_cache: u64,
+    /// Vertices to hold in the static cache, most wanted first; the longest prefix
+    /// whose edge lists fit in `static_cache` is loaded.
+    pub selection: Vec<u32>,
+    /// Largest merged request in bytes (at least one page).
+    pub max_request: usize,
+    /// Requests in flight (I/O threads).
+    pub queue_depth: usize,
+    /// Read with O_DIRECT (falls back to buffered reads where refused).
+    pub direct: bool,
+    /// Read the weights beside the targets.
+    pub weights: bool,
+    /// Also open the in-edge CSR (direction 1).
+    pub in_edges: bool,
+}
+
+impl Default for VertexConfig {
+    fn default() -> Self {
+        VertexConfig {
+            page_size: 8192,
+            page_cache: 64 << 20,
+            static_cache: 0,
+            selection: Vec::new(),
+            max_request: 128 << 10,
+            queue_depth: 16,
+            direct: true,
+            weights: false,
+            in_edges: false,
+        }
+    }
+}
+
+/// Direction of edge lists: out-edges or in-edges.
+pub const OUT: usize = 0;
+pub const IN: usize = 1;
+
+/// What a run cost; see the module docs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct VertexStats {
+    pub iterations: u64,
+    /// Edge lists asked for (active vertex x direction, degree > 0).
+    pub edge_lists: u64,
+    /// Of those, served by the static cache.
+    pub static_hits: u64,
+    pub edges_processed: u64,
+    /// Page lookups in the page cache and their hits.
+    pub page_lookups: u64,
+    pub page_hits: u64,
+    /// Pages read from disk (a weighted page counts targets and weights once each).
+    pub pages_read: u64,
+    pub requests: u64,
+    pub bytes_read: u64,
+    /// Mean fraction of 64-byte units touched per page while cached (§5.1).
+    pub page_utilization: f64,
+    pub utilization_pages: u64,
+    pub frames: u64,
+    pub page_size: u64,
+    pub static_vertices: u64,
+    pub static_edges: u64,
+    pub static_bytes: u64,
+    pub static_load_seconds: f64,
+    pub static_load_bytes: u64,
+    /// Seconds the compute thread waited for reads, and the rest of the run.
+    pub io_wait_seconds: f64,
+    pub compute_seconds: f64,
+    pub direct: bool,
+}
+
+impl VertexStats {
+    pub fn page_hit_ratio(&self) -> f64 {
+        ratio(self.page_hits, self.page_lookups)
+    }
+    pub fn static_hit_ratio(&self) -> f64 {
+        ratio(self.static_hits, self.edge_lists)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The active vertices of an iteration.
+#[derive(Debug, Clone)]
+pub enum Frontier {
+    /// Ascending, distinct ids.
+    Sparse(Vec<u32>),
+    /// One bit per vertex, and how many are set.
+    Dense(Vec<u64>, usize),
+}
+
+impl Frontier {
+    pub fn single(v: u32) -> Frontier {
+        Frontier::Sparse(vec![v])
+    }
+    /// From any list of ids (sorted and deduplicated here).
+    pub fn from_list(mut v: Vec<u32>) -> Frontier {
+        v.sort_unstable();
+        v.dedup();
+        Frontier::Sparse(v)
+    }
+    /// Every vertex of `0..n`.
+    pub fn all(n: usize) -> Frontier {
+        let mut b = vec![!0u64; n.div_ceil(64)];
+        if !n.is_multiple_of(64) {
+            if let Some(l) = b.last_mut() {
+                *l = (1u64 << (n % 64)) - 1;
+            }
+        }
+        Frontier::Dense(b, n)
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            Frontier::Sparse(v) => v.len(),
+            Frontier::Dense(_, c) => *c,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The smallest active vertex.
+    pub fn first(&self) -> Option<u32> {
+        match self {
+            Frontier::Sparse(v) => v.first().copied(),
+            Frontier::Dense(b, _) => b
+                .iter()
+                .position(|&w| w != 0)
+                .map(|i| (i * 64) as u32 + b[i].trailing_zeros()),
+        }
+    }
+    /// Calls `f` on each active vertex in ascending order.
+    pub fn for_each(&self, mut f: impl FnMut(u32)) {
+        match self {
+            Frontier::Sparse(v) => v.iter().for_each(|&x| f(x)),
+            Frontier::Dense(b, _) => {
+                for (w, &bits) in b.iter().enumerate() {
+                    let mut x = bits;
+                    while x != 0 {
+                        let t = x.trailing_zeros();
+                        f((w * 64) as u32 + t);
+                        x &= x - 1;
+                    }
+                }
+            }
+        }
+    }
+    /// The active vertices as a sorted list.
+    pub fn to_vec(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.len());
+        self.for_each(|v| out.push(v));
+        out
+    }
+}
+
+/// Builds the next frontier: a bitmap deduplicates, a list is kept while the
+/// frontier is small (under 1/64 of the vertices), then dropped for the dense form.
+pub struct FrontierBuilder {
+    bits: Vec<u64>,
+    list: Vec<u32>,
+    count: usize,
+    sparse_limit: usize,
+}
+
+impl FrontierBuilder {
+    pub fn new(n: usize) -> FrontierBuilder {
+        FrontierBuilder {
+            bits: vec![0; n.div_ceil(64)],
+            list: Vec::new(),
+            count: 0,
+            sparse_limit: (n / 64).max(64),
+        }
+    }
+    /// Adds `v`; true when it was not there yet.
+    #[inline]
+    pub fn insert(&mut self, v: u32) -> bool {
+        let (w, m) = ((v / 64) as usize, 1u64 << (v % 64));
+        if self.bits[w] & m != 0 {
+            return false;
+        }
+        self.bits[w] |= m;
+        self.count += 1;
+        if self.count <= self.sparse_limit {
+            self.list.push(v);
+        } else if !self.list.is_empty() {
+            self.list = Vec::new();
+        }
+        true
+    }
+    pub fn contains(&self, v: u32) -> bool {
+        self.bits[(v / 64) as usize] & (1u64 << (v % 64)) != 0
+    }
+    pub fn len(&self) -> usize {
+        self.count
+    }
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The frontier, sparse or dense as its size suggests.
+    pub fn finish(mut self) -> Frontier {
+        if self.count <= self.sparse_limit {
+            self.list.sort_unstable();
+            Frontier::Sparse(self.list)
+        } else {
+            Frontier::Dense(self.bits, self.count)
+        }
+    }
+}
+
+/// A tiny multiplicative hasher for page keys (u64).
+#[derive(Default)]
+struct KeyHasher(u64);
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
+
+fn key(dir: usize, page: u64) -> u64 {
+    ((dir as u64) << 48) | page
+}
+
+/// The page frames with CLOCK replacement and per-frame touched-unit bitmaps.
+struct PageCache {
+    page: usize,
+    frame_bytes: usize,
+    data: AlignedBuf,
+    keys: Vec<u64>,
+    refbit: Vec<bool>,
+    touched: Vec<u64>,
+    words: usize,
+    map: KeyMap,
+    hand: usize,
+    util_sum: f64,
+    util_pages: u64,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+impl PageCache {
+    fn new(page: usize, frame_bytes: usize, frames: usize) -> PageCache {
+        let words = (page / 64).div_ceil(64);
+        PageCache {
+            page,
+            frame_bytes,
+            data: AlignedBuf::new((frames * frame_bytes).max(1)),
+            keys: vec![EMPTY; frames],
+            refbit: vec![false; frames],
+            touched: vec![0; frames * words],
+            words,
+            map: KeyMap::default(),
+            hand: 0,
+            util_sum: 0.0,
+            util_pages: 0,
+        }
+    }
+    fn frames(&self) -> usize {
+        self.keys.len()
+    }
+    fn lookup(&mut self, k: u64) -> Option<usize> {
+        let f = *self.map.get(&k)? as usize;
+        self.refbit[f] = true;
+        Some(f)
+    }
+    fn frame(&self, f: usize) -> &[u8] {
+        &self.data.as_slice()[f * self.frame_bytes..(f + 1) * self.frame_bytes]
+    }
+    fn units_of(&self, f: usize) -> u32 {
+        self.touched[f * self.words..(f + 1) * self.words]
+            .iter()
+            .map(|w| w.count_ones())
+            .sum()
+    }
+    fn account(&mut self, units: u32) {
+        self.util_sum += units as f64 / (self.page / 64) as f64;
+        self.util_pages += 1;
+    }
+    /// Marks bytes `a..b` of frame `f`'s page as touched.
+    fn touch(&mut self, f: usize, a: usize, b: usize) {
+        mark(
+            &mut self.touched[f * self.words..(f + 1) * self.words],
+            a,
+            b,
+        );
+    }
+    /// Puts a page in a frame (evicting by CLOCK); returns the frame, or `None`
+    /// when there are no frames (the page's utilization is then taken at once).
+    fn insert(
+        &mut self,
+        k: u64,
+        targets: &[u8],
+        weights: Option<&[u8]>,
+        used: &[u64],
+    ) -> Option<usize> {
+        if self.frames() == 0 {
+            let u = used.iter().map(|w| w.count_ones()).sum();
+            self.account(u);
+            return None;
+        }
+        let f = loop {
+            let h = self.hand;
+            self.hand = (self.hand + 1) % self.frames();
+            if self.keys[h] == EMPTY {
+                break h;
+            }
+            if self.refbit[h] {
+                self.refbit[h] = false;
+            } else {
+                break h;
+            }
+        };
+        if self.keys[f] != EMPTY {
+            let u = self.units_of(f);
+            self.account(u);
+            self.map.remove(&self.keys[f]);
+        }
+        self.keys[f] = k;
+        self.refbit[f] = false;
+        self.map.insert(k, f as u32);
+        self.touched[f * self.words..(f + 1) * self.words].copy_from_slice(used);
+        let page = self.page;
+        let fb = self.frame_bytes;
+        let dst = &mut self.data.as_mut_slice()[f * fb..(f + 1) * fb];
+        dst[..targets.len()].copy_from_slice(targets);
+        if let Some(w) = weights {
+            dst[page..page + w.len()].copy_from_slice(w);
+        }
+        Some(f)
+    }
+    /// Utilization of the pages still resident, added at the end of a run.
+    fn account_resident(&mut self) {
+        for f in 0..self.frames() {
+            if self.keys[f] != EMPTY {
+                let u = self.units_of(f);
+                self.account(u);
+            }
+        }
+    }
+}
+
+/// Sets the bits of the 64-byte units overlapping bytes `a..b`.
+fn mark(bits: &mut [u64], a: usize, b: usize) {
+    if a >= b {
+        return;
+    }
+    for unit in a / 64..=(b - 1) / 64 {
+        bits[unit / 64] |= 1u64 << (unit % 64);
+    }
+}
+
+/// One CSR direction: offsets in memory, targets (and weights) on disk.
+struct Side {
+    offsets: Vec<u64>,
+    targets: Arc<InFile>,
+    weights: Option<Arc<InFile>>,
+    /// Payload bytes of the targets file (the last page may be short).
+    payload: u64,
+}
+
+/// The static cache: edge lists of selected vertices, in memory for the whole run.
+#[derive(Default)]
+struct StaticCache {
+    /// Per vertex: index into `offs` (u32::MAX: not cached).
+    slot: Vec<u32>,
+    offs: Vec<u64>,
+    targets: Vec<u32>,
+    weights: Vec<f32>,
+}
+
+/// A read: `npages` pages from `first` of direction `dir`, and the segments of
+/// active edge lists it serves (`(u, a, b)` in edge indices).
+struct Request {
+    dir: usize,
+    first: u64,
+    npages: u64,
+    segs: Vec<(u32, u64, u64)>,
+    tbuf: AlignedBuf,
+    wbuf: Option<AlignedBuf>,
+    result: std::result::Result<(), String>,
+}
+
+/// The vertex-centric engine; see the module docs.
+pub struct VertexEngine {
+    cfg: VertexConfig,
+    n: usize,
+    sides: Vec<Side>,
+    cache: PageCache,
+    stat: StaticCache,
+    stats: VertexStats,
+    submit: Option<Sender<Request>>,
+    done: Receiver<Request>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    spare: Vec<(AlignedBuf, Option<AlignedBuf>)>,
+    in_flight: usize,
+    weighted: bool,
+}
+
+impl VertexEngine {
+    /// Opens the CSR of `store`, loads the static cache and starts the I/O threads.
+    pub fn new(store: &Store, cfg: VertexConfig) -> Result<VertexEngine> {
+        let p = cfg.page_size;
+        if !p.is_power_of_two() || !(512..=1 << 20).contains(&p) {
+            return Err(EngineError::Invalid(format!(
+                "page size {p}: must be a power of two from 512 B to 1 MiB"
+            )));
+        }
+        if cfg.queue_depth == 0 || cfg.queue_depth > 256 {
+            return Err(EngineError::Invalid(format!(
+                "queue depth {}: must be from 1 to 256",
+                cfg.queue_depth
+            )));
+        }
+        let weighted = cfg.weights;
+        if weighted && !store.weighted() {
+            return Err(EngineError::Invalid(format!(
+                "{} has no weights",
+                store.dir().display()
+            )));
+        }
+        let n = store.vertices() as usize;
+        let mode = if cfg.direct {
+            outcore_io::ReadMode::Direct
+        } else {
+            outcore_io::ReadMode::Buffered
+        };
+        let mut dirs = vec!["out"];
+        if cfg.in_edges {
+            if !store.manifest().in_edges {
+                return Err(EngineError::Invalid(format!(
+                    "{}: the store has no in-edge CSR; ingest with --in-edges (or --undirected)",
+                    store.dir().display()
+                )));
+            }
+            dirs.push("in");
+        }
+        let mut sides = Vec::new();
+        let mut direct = true;
+        for d in dirs {
+            let offsets: Vec<u64> = store
+                .layout(&format!("csr.{d}.offsets"), FileKind::CsrOffsets)?
+                .read_all()?;
+            let open = |name: &str| -> Result<Arc<InFile>> {
+                let rec = store.manifest().file(name).ok_or_else(|| {
+                    EngineError::Invalid(format!(
+                        "{}: no {name} in the manifest",
+                        store.dir().display()
+                    ))
+                })?;
+                let lf = outcore_store::format::LayoutFile::open(
+                    store.dir(),
+                    rec,
+                    if name.ends_with("weights") {
+                        FileKind::CsrWeights
+                    } else {
+                        FileKind::CsrTargets
+                    },
+                    mode,
+                    store.stats().clone(),
+                )?;
+                Ok(Arc::new(lf.file))
+            };
+            let targets = open(&format!("csr.{d}.targets"))?;
+            let weights = if weighted {
+                Some(open(&format!("csr.{d}.weights"))?)
+            } else {
+                None
+            };
+            direct &= targets.is_direct();
+            let payload = targets.len() - HEADER_LEN;
+            if offsets.len() != n + 1 || *offsets.last().unwrap_or(&0) * 4 != payload {
+                return Err(EngineError::Invalid(format!(
+                    "{}: csr.{d} offsets do not match its targets",
+                    store.dir().display()
+                )));
+            }
+            sides.push(Side {
+                offsets,
+                targets,
+                weights,
+                payload,
+            });
+        }
+        let frame_bytes = if weighted { 2 * p } else { p };
+        let frames = (cfg.page_cache / frame_bytes as u64) as usize;
+        let max_pages = (cfg.max_request / p).max(1);
+        let (submit, jobs) = channel::<Request>();
+        let (finished, done) = channel::<Request>();
+        let jobs = Arc::new(Mutex::new(jobs));
+        let mut workers = Vec::new();
+        for i in 0..cfg.queue_depth {
+            let jobs = jobs.clone();
+            let finished = finished.clone();
+            let files: Vec<(Arc<InFile>, Option<Arc<InFile>>)> = sides
+                .iter()
+                .map(|s| (s.targets.clone(), s.weights.clone()))
+                .collect();
+            let h = std::thread::Builder::new()
+                .name(format!("outcore-vio-{i}"))
+                .spawn(move || loop {
+                    let job = jobs.lock().map(|r| r.recv());
+                    let Ok(Ok(mut r)) = job else { return };
+                    let (t, w) = &files[r.dir];
+                    let off = HEADER_LEN + r.first * p as u64;
+                    let len = r.npages as usize * p;
+                    r.result = t
+                        .read_direct(off, &mut r.tbuf.as_mut_slice()[..len])
+                        .map(|_| ())
+                        .map_err(|e| e.to_string());
+                    if let (Ok(()), Some(w), Some(wb)) = (&r.result, w, r.wbuf.as_mut()) {
+                        r.result = w
+                            .read_direct(off, &mut wb.as_mut_slice()[..len])
+                            .map(|_| ())
+                            .map_err(|e| e.to_string());
+                    }
+                    if finished.send(r).is_err() {
+                        return;
+                    }
+                })
+                .map_err(|e| EngineError::Invalid(format!("cannot start an I/O thread: {e}")))?;
+            workers.push(h);
+        }
+        let spare = (0..cfg.queue_depth)
+            .map(|_| {
+                (
+                    AlignedBuf::new(max_pages * p),
+                    weighted.then(|| AlignedBuf::new(max_pages * p)),
+                )
+            })
+            .collect();
+        let mut e = VertexEngine {
+            n,
+            sides,
+            cache: PageCache::new(p, frame_bytes, frames),
+            stat: StaticCache::default(),
+            stats: VertexStats {
+                frames: frames as u64,
+                page_size: p as u64,
+                direct,
+                ..Default::default()
+            },
+            submit: Some(submit),
+            done,
+            workers,
+            spare,
+            in_flight: 0,
+            weighted,
+            cfg,
+        };
+        e.load_static()?;
+        Ok(e)
+    }
+
+    pub fn vertices(&self) -> usize {
+        self.n
+    }
+    pub fn stats(&self) -> &VertexStats {
+        &self.stats
+    }
+    /// Out-degree (`dir` = [`OUT`]) or in-degree ([`IN`]) of `v`.
+    pub fn degree(&self, dir: usize, v: u32) -> u64 {
+        let o = &self.sides[dir].offsets;
+        o[v as usize + 1] - o[v as usize]
+    }
+    /// True when the in-edge CSR is open ([`IN`]).
+    pub fn has_in_edges(&self) -> bool {
+        self.sides.len() > 1
+    }
+    /// True when the static cache holds `v`'s out-edges.
+    pub fn is_static(&self, v: u32) -> bool {
+        self.stat
+            .slot
+            .get(v as usize)
+            .is_some_and(|&s| s != u32::MAX)
+    }
+
+    /// Loads the longest prefix of the selection that fits the static cache,
+    /// reading runs of adjacent edge lists in merged requests.
+    fn load_static(&mut self) -> Result<()> {
+        let t = Instant::now();
+        let per_edge = if self.weighted { 8 } else { 4 };
+        let side = &self.sides[OUT];
+        let mut chosen = Vec::new();
+        let mut bytes = 0u64;
+        let mut seen = vec![false; self.n];
+        for &v in &self.cfg.selection {
+            if v as usize >= self.n {
+                return Err(EngineError::Invalid(format!(
+                    "the cache selection names vertex {v}, but the store has {} vertices",
+                    self.n
+                )));
+            }
+            if seen[v as usize] {
+                continue;
+            }
+            let d = side.offsets[v as usize + 1] - side.offsets[v as usize];
+            if d == 0 {
+                continue;
+            }
+            if bytes + d * per_edge > self.cfg.static_cache {
+                break;
+            }
+            seen[v as usize] = true;
+            bytes += d * per_edge;
+            chosen.push(v);
+        }
+        if chosen.is_empty() {
+            return Ok(());
+        }
+        chosen.sort_unstable();
+        let mut st = StaticCache {
+            slot: vec![u32::MAX; self.n],
+            offs: vec![0],
+            ..Default::default()
+        };
+        let before = self.sides[OUT].targets.stats().snapshot().bytes_read;
+        let mut k = 0;
+        while k < chosen.len() {
+            // A run of consecutive vertices is one contiguous range of the CSR.
+            let mut j = k + 1;
+            while j < chosen.len() && chosen[j] == chosen[j - 1] + 1 && j - k < 65536 {
+                j += 1;
+            }
+            let a = side.offsets[chosen[k] as usize];
+            let b = side.offsets[chosen[j - 1] as usize + 1];
+            let mut t = vec![0u32; (b - a) as usize];
+            side.targets
+                .read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut t))?;
+            st.targets.extend_from_slice(&t);
+            if let Some(wf) = &side.weights {
+                let mut w = vec![0f32; (b - a) as usize];
+                wf.read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut w))?;
+                st.weights.extend_from_slice(&w);
+            }
+            for &v in &chosen[k..j] {
+                st.slot[v as usize] = (st.offs.len() - 1) as u32;
+                let d = side.offsets[v as usize + 1] - side.offsets[v as usize];
+                st.offs.push(st.offs.last().unwrap() + d);
+            }
+            k = j;
+        }
+        self.stats.static_vertices = chosen.len() as u64;
+        self.stats.static_edges = st.targets.len() as u64;
+        self.stats.static_bytes = bytes;
+        self.stats.static_load_bytes =
+            self.sides[OUT].targets.stats().snapshot().bytes_read - before;
+        self.stats.static_load_seconds = t.elapsed().as_secs_f64();
+        self.stat = st;
+        Ok(())
+    }
+
+    /// One iteration: calls `f(u, targets, weights)` for every active vertex's
+    /// edges in direction `dir`, possibly in several page-sized segments. The
+    /// weights are `Some` when the engine reads them.
+    pub fn iterate<F>(&mut self, dir: usize, active: &Frontier, mut f: F) -> Result<()>
+    where
+        F: FnMut(u32, &[u32], Option<&[f32]>),
+    {
+        if dir >= self.sides.len() {
+            return Err(EngineError::Invalid(
+                "in-edges were not opened (VertexConfig::in_edges)".into(),
+            ));
+        }
+        let t0 = Instant::now();
+        let wait0 = self.stats.io_wait_seconds;
+        self.stats.iterations += 1;
+        let p = self.cfg.page_size as u64;
+        let per_page = p / 4;
+        let max_pages = (self.cfg.max_request as u64 / p).max(1);
+        let mut cur_page = u64::MAX;
+        let mut cur_segs: Vec<(u32, u64, u64)> = Vec::new();
+        let mut pending: Option<Request> = None;
+        let mut err: Option<EngineError> = None;
+        let static_ok = dir == OUT && !self.stat.slot.is_empty();
+        // Walk the active vertices in ascending order; gather segments per page.
+        let list: Vec<u32>;
+        let ids: &[u32] = match active {
+            Frontier::Sparse(v) => v,
+            Frontier::Dense(..) => {
+                list = active.to_vec();
+                &list
+            }
+        };
+        for &u in ids {
+            if err.is_some() {
+                break;
+            }
+            let (a, b) = {
+                let o = &self.sides[dir].offsets;
+                (o[u as usize], o[u as usize + 1])
+            };
+            if a == b {
+                continue;
+            }
+            self.stats.edge_lists += 1;
+            self.stats.edges_processed += b - a;
+            if static_ok {
+                let s = self.stat.slot[u as usize];
+                if s != u32::MAX {
+                    self.stats.static_hits += 1;
+                    let (x, y) = (
+                        self.stat.offs[s as usize] as usize,
+                        self.stat.offs[s as usize + 1] as usize,
+                    );
+                    let w = self.weighted.then(|| &self.stat.weights[x..y]);
+                    f(u, &self.stat.targets[x..y], w);
+                    continue;
+                }
+            }
+            let (pa, pb) = (a / per_page, (b - 1) / per_page);
+            for pg in pa..=pb {
+                if pg != cur_page {
+                    if cur_page != u64::MAX {
+                        let segs = std::mem::take(&mut cur_segs);
+                        if let Err(e) =
+                            self.dispatch(dir, cur_page, segs, &mut pending, max_pages, &mut f)
+                        {
+                            err = Some(e);
+                        }
+                    }
+                    cur_page = pg;
+                }
+                let s = a.max(pg * per_page);
+                let e = b.min((pg + 1) * per_page);
+                cur_segs.push((u, s, e));
+            }
+        }
+        if err.is_none() && cur_page != u64::MAX {
+            let segs = std::mem::take(&mut cur_segs);
+            if let Err(e) = self.dispatch(dir, cur_page, segs, &mut pending, max_pages, &mut f) {
+                err = Some(e);
+            }
+        }
+        if let Some(r) = pending.take() {
+            if err.is_none() {
+                if let Err(e) = self.submit(r, &mut f) {
+                    err = Some(e);
+                }
+            }
+        }
+        // Drain: every request in flight finishes (and is served) before returning.
+        while self.in_flight > 0 {
+            if let Err(e) = self.complete_one(&mut f) {
+                err.get_or_insert(e);
+            }
+        }
+        let waited = self.stats.io_wait_seconds - wait0;
+        self.stats.compute_seconds += (t0.elapsed().as_secs_f64() - waited).max(0.0);
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Serves one page's segments from the cache or adds the page to a request.
+    fn dispatch<F>(
+        &mut self,
+        dir: usize,
+        pg: u64,
+        segs: Vec<(u32, u64, u64)>,
+        pending: &mut Option<Request>,
+        max_pages: u64,
+        f: &mut F,
+    ) -> Result<()>
+    where
+        F: FnMut(u32, &[u32], Option<&[f32]>),
+    {
+        let p = self.cfg.page_size;
+        self.stats.page_lookups += 1;
+        if let Some(fr) = self.cache.lookup(key(dir, pg)) {
+            self.stats.page_hits += 1;
+            let base = pg * (p as u64 / 4);
+            for &(u, a, b) in &segs {
+                let (x, y) = ((a - base) as usize * 4, (b - base) as usize * 4);
+                let frame = self.cache.frame(fr);
+                let t: &[u32] = bytemuck::cast_slice(&frame[x..y]);
+                let w: Option<&[f32]> = self
+                    .weighted
+                    .then(|| bytemuck::cast_slice(&frame[p + x..p + y]));
+                f(u, t, w);
+                self.cache.touch(fr, x, y);
+            }
+            return Ok(());
+        }
+        if let Some(r) = pending.as_mut() {
+            if r.dir == dir && r.first + r.npages == pg && r.npages < max_pages {
+                r.npages += 1;
+                r.segs.extend(segs);
+                return Ok(());
+            }
+        }
+        if let Some(r) = pending.take() {
+            self.submit(r, f)?;
+        }
+        let (tbuf, wbuf) = match self.spare.pop() {
+            Some(b) => b,
+            None => {
+                // All buffers are in flight: finish one to get its buffers back.
+                self.complete_one(f)?;
+                self.spare
+                    .pop()
+                    .expect("a finished request returns its buffers")
+            }
+        };
+        *pending = Some(Request {
+            dir,
+            first: pg,
+            npages: 1,
+            segs,
+            tbuf,
+            wbuf,
+            result: Ok(()),
+        });
+        Ok(())
+    }
+
+    fn submit<F>(&mut self, r: Request, f: &mut F) -> Result<()>
+    where
+        F: FnMut(u32, &[u32], Option<&[f32]>),
+    {
+        while self.in_flight >= self.cfg.queue_depth {
+            self.complete_one(f)?;
+        }
+        self.stats.requests += 1;
+        self.in_flight += 1;
+        self.submit
+            .as_ref()
+            .expect("I/O threads run until drop")
+            .send(r)
+            .map_err(|_| EngineError::Invalid("the I/O threads stopped".into()))
+    }
+
+    /// Waits for one finished request, serves its segments and caches its pages.
+    fn complete_one<F>(&mut self, f: &mut F) -> Result<()>
+    where
+        F: FnMut(u32, &[u32], Option<&[f32]>),
+    {
+        let t = Instant::now();
+        let r = self
+            .done
+            .recv()
+            .map_err(|_| EngineError::Invalid("the I/O threads stopped".into()))?;
+        self.stats.io_wait_seconds += t.elapsed().as_secs_f64();
+        self.in_flight -= 1;
+        let p = self.cfg.page_size;
+        let res = r.result.clone();
+        let out = (|| {
+            res.map_err(|e| EngineError::Invalid(format!("reading edge pages: {e}")))?;
+            let side = &self.sides[r.dir];
+            let start = r.first * p as u64;
+            let end = (start + r.npages * p as u64).min(side.payload);
+            let got = (end - start) as usize;
+            self.stats.pages_read += r.npages * if self.weighted { 2 } else { 1 };
+            self.stats.bytes_read += got as u64 * if self.weighted { 2 } else { 1 };
+            let tb = &r.tbuf.as_slice()[..got];
+            let wb = r.wbuf.as_ref().map(|w| &w.as_slice()[..got]);
+            let base = r.first * (p as u64 / 4);
+            for &(u, a, b) in &r.segs {
+                let (x, y) = ((a - base) as usize * 4, (b - base) as usize * 4);
+                let t: &[u32] = bytemuck::cast_slice(&tb[x..y]);
+                let w: Option<&[f32]> = wb.map(|w| bytemuck::cast_slice(&w[x..y]));
+                f(u, t, w);
+            }
+            // Cache every page of the request with the units its segments touched.
+            let words = self.cache.words;
+            let mut used = vec![0u64; words];
+            let mut si = 0;
+            for k in 0..r.npages as usize {
+                let (ps, pe) = (k * p, ((k + 1) * p).min(got));
+                used.iter_mut().for_each(|w| *w = 0);
+                while si < r.segs.len() {
+                    let (_, a, b) = r.segs[si];
+                    let (x, y) = ((a - base) as usize * 4, (b - base) as usize * 4);
+                    if x >= pe {
+                        break;
+                    }
+                    mark(&mut used, x.max(ps) - ps, y.min(pe) - ps);
+                    if y <= pe {
+                        si += 1;
+                    } else {
+                        break;
+                    }
+                }
+                self.cache.insert(
+                    key(r.dir, r.first + k as u64),
+                    &tb[ps..pe],
+                    wb.map(|w| &w[ps..pe]),
+                    &used,
+                );
+            }
+            Ok(())
+        })();
+        self.spare.push((r.tbuf, r.wbuf));
+        out
+    }
+
+    /// Finishes the statistics (utilization of resident pages) and returns them.
+    pub fn finish(mut self) -> VertexStats {
+        self.cache.account_resident();
+        self.stats.page_utilization = if self.cache.util_pages == 0 {
+            0.0
+        } else {
+            self.cache.util_sum / self.cache.util_pages as f64
+        };
+        self.stats.utilization_pages = self.cache.util_pages;
+        self.stats.clone()
+    }
+}
+
+impl Drop for VertexEngine {
+    fn drop(&mut self) {
+        self.submit = None;
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontier_builder_switches_to_dense_and_keeps_order() {
+        let n = 10_000;
+        let mut b = FrontierBuilder::new(n);
+        assert!(b.insert(7));
+        assert!(!b.insert(7));
+        assert!(b.insert(3));
+        match b.finish() {
+            Frontier::Sparse(v) => assert_eq!(v, vec![3, 7]),
+            _ => panic!("a small frontier is sparse"),
+        }
+        let mut b = FrontierBuilder::new(n);
+        for v in (0..n as u32).rev().step_by(3) {
+            b.insert(v);
+        }
+        let f = b.finish();
+        assert!(matches!(f, Frontier::Dense(..)));
+        let want: Vec<u32> = (0..n as u32).rev().step_by(3).rev().collect();
+        assert_eq!(f.to_vec(), want);
+        assert_eq!(f.len(), want.len());
+        assert_eq!(Frontier::all(130).to_vec(), (0..130).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn units_are_marked_by_64_byte_granule() {
+        let mut bits = vec![0u64; 2];
+        mark(&mut bits, 0, 1);
+        mark(&mut bits, 64 * 70, 64 * 70 + 65);
+        assert_eq!(bits[0], 1);
+        assert_eq!(bits[1], (1 << 6) | (1 << 7));
+        mark(&mut bits, 10, 10);
+        assert_eq!(bits[0], 1);
+    }
+}

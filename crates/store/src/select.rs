@@ -1,0 +1,387 @@
+//! Static-cache (BAsC) vertex selection, ATC'19 §3: which vertices' edge lists to
+//! hold in memory for a whole run of BFS-like algorithms.
+//!
+//! Policies: [`Policy::Gvs`] (Greedy Vertex Selection, Algorithm 1, with the
+//! incremental recomputation of §3.2), [`Policy::LowD`] / [`Policy::HighD`]
+//! (ascending / descending out-degree) and [`Policy::Random`] (seeded shuffle). A
+//! selection is a list of vertices, most wanted first; a run loads the longest
+//! prefix that fits its static cache, so one saved selection serves smaller
+//! budgets too. Vertices without out-edges are never selected (nothing to cache).
+//!
+//! GVS, as implemented: the page of vertex `u`, `P(u)`, is the page (of
+//! `page_size` bytes of `csr.out.targets`) where `u`'s edge list starts; `r(u)` is
+//! the number of edge lists starting in that page. For each vertex `v` and each
+//! out-neighbour `u1` not yet selected, `t` is the summed out-degree of `v`'s
+//! unselected out-neighbours on `P(u1)` (the page's utilization when `v`'s
+//! neighbours are fetched together, Assumption 1), and `u1`'s penalty grows by
+//! `1 / (r(u1) t d_in(u1))` (line 11). Each of the K rounds selects the vertices
+//! of highest penalty per edge (`T[u] / d_out(u)`, the text of §3.2) until the
+//! round's budget `k/K x M` would be exceeded (line 14). After a round only the
+//! in-neighbours of the newly selected vertices are recomputed: their
+//! contributions under the old selection are subtracted and those under the new
+//! added (§3.2's optimization), and changed penalties re-enter a lazy max-heap.
+//!
+//! GVS reads the CSR through a memory map and builds the in-adjacency in memory
+//! (4 bytes per edge): it is an offline step, like the paper's.
+//! Invariant: a saved selection (`basc.<policy>`, kind `cache-selection`) is listed
+//! in the manifest with its CRC, so `outcore verify` checks it and a damaged one is
+//! refused.
+
+use crate::error::{corrupt, Result, StoreError};
+use crate::format::{FileKind, LayoutFile, LayoutWriter, HEADER_LEN};
+use crate::manifest::{Manifest, SelectionRecord};
+use crate::reader::Store;
+use outcore_io::{IoStats, ReadMode};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Gvs,
+    LowD,
+    HighD,
+    Random,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [Policy::Gvs, Policy::LowD, Policy::HighD, Policy::Random];
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Gvs => "gvs",
+            Policy::LowD => "lowd",
+            Policy::HighD => "highd",
+            Policy::Random => "random",
+        }
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Policy, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown cache policy {s:?} (gvs, lowd, highd or random)"))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SelectOptions {
+    pub policy: Policy,
+    /// Static-cache size in bytes (edge lists: 4 bytes per edge, 8 when weighted).
+    pub budget: u64,
+    /// GVS rounds (K of Algorithm 1).
+    pub k: u32,
+    /// Page size GVS models.
+    pub page_size: u64,
+    pub seed: u64,
+}
+
+/// A computed selection.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub policy: Policy,
+    /// Most wanted first.
+    pub vertices: Vec<u32>,
+    pub edges: u64,
+    pub seconds: f64,
+    pub opts: SelectOptions,
+}
+
+/// Bytes of static cache per edge of `store`.
+pub fn bytes_per_edge(store: &Store) -> u64 {
+    if store.weighted() {
+        8
+    } else {
+        4
+    }
+}
+
+/// Computes a selection for `store`.
+pub fn select(store: &Store, opts: &SelectOptions) -> Result<Selection> {
+    let t = Instant::now();
+    if opts.k == 0 {
+        return Err(StoreError::Invalid("--k must be at least 1".into()));
+    }
+    if !opts.page_size.is_power_of_two() || opts.page_size < 512 {
+        return Err(StoreError::Invalid(format!(
+            "page size {}: must be a power of two of at least 512 bytes",
+            opts.page_size
+        )));
+    }
+    let out = store.degrees("out")?;
+    let m = opts.budget / bytes_per_edge(store);
+    let vertices = match opts.policy {
+        Policy::LowD | Policy::HighD => {
+            let mut v: Vec<u32> = (0..out.len() as u32)
+                .filter(|&v| out[v as usize] > 0)
+                .collect();
+            if opts.policy == Policy::LowD {
+                v.sort_by_key(|&x| (out[x as usize], x));
+            } else {
+                v.sort_by_key(|&x| (std::cmp::Reverse(out[x as usize]), x));
+            }
+            prefix(v, &out, m)
+        }
+        Policy::Random => {
+            let mut v: Vec<u32> = (0..out.len() as u32)
+                .filter(|&v| out[v as usize] > 0)
+                .collect();
+            let mut rng = opts.seed ^ 0x5DEE_CE66_D1CE_4E5B;
+            for i in (1..v.len()).rev() {
+                let j = (splitmix(&mut rng) % (i as u64 + 1)) as usize;
+                v.swap(i, j);
+            }
+            prefix(v, &out, m)
+        }
+        Policy::Gvs => gvs(store, &out, m, opts.k, opts.page_size)?,
+    };
+    let edges = vertices.iter().map(|&v| out[v as usize] as u64).sum();
+    Ok(Selection {
+        policy: opts.policy,
+        vertices,
+        edges,
+        seconds: t.elapsed().as_secs_f64(),
+        opts: opts.clone(),
+    })
+}
+
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The longest prefix of `v` whose degrees sum to at most `m` edges.
+fn prefix(mut v: Vec<u32>, deg: &[u32], m: u64) -> Vec<u32> {
+    let mut sum = 0u64;
+    let mut k = 0;
+    while k < v.len() && sum + deg[v[k] as usize] as u64 <= m {
+        sum += deg[v[k] as usize] as u64;
+        k += 1;
+    }
+    v.truncate(k);
+    v
+}
+
+/// A heap entry: penalty per edge, vertex.
+#[derive(PartialEq)]
+struct Cand(f64, u32);
+impl Eq for Cand {}
+impl PartialOrd for Cand {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Cand {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.total_cmp(&o.0).then_with(|| o.1.cmp(&self.1))
+    }
+}
+
+/// Greedy Vertex Selection (Algorithm 1) with incremental recomputation.
+fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<Vec<u32>> {
+    let n = dout.len();
+    let offsets: Vec<u64> = store
+        .layout("csr.out.offsets", FileKind::CsrOffsets)?
+        .read_all()?;
+    let rec = store
+        .manifest()
+        .file("csr.out.targets")
+        .ok_or_else(|| corrupt(store.dir().join("csr.out.targets"), "not in the manifest"))?;
+    let lf = LayoutFile::open(
+        store.dir(),
+        rec,
+        FileKind::CsrTargets,
+        ReadMode::Mmap,
+        IoStats::new(),
+    )?;
+    let len = (lf.file.len() - HEADER_LEN) as usize;
+    let bytes = lf.file.mapped(HEADER_LEN, len)?.unwrap_or(&[]);
+    let targets: &[u32] = bytemuck::cast_slice(bytes);
+    if targets.len() as u64 != *offsets.last().unwrap_or(&0) {
+        return Err(corrupt(lf.file.path(), "offsets do not match the targets"));
+    }
+    let din = store.degrees("in")?;
+    // Page of each vertex's list start, and edge lists starting per page.
+    let page_of = |u: usize| offsets[u] * 4 / page;
+    let pages = (targets.len() as u64 * 4).div_ceil(page).max(1) as usize;
+    let mut r = vec![0u32; pages];
+    for u in 0..n {
+        if dout[u] > 0 {
+            r[page_of(u) as usize] += 1;
+        }
+    }
+    // In-adjacency: in_src[in_off[u]..in_off[u+1]] are the v with (v, u) edges.
+    let mut in_off = vec![0u64; n + 1];
+    for &u in targets {
+        in_off[u as usize + 1] += 1;
+    }
+    for i in 0..n {
+        in_off[i + 1] += in_off[i];
+    }
+    let mut fill = in_off.clone();
+    let mut in_src = vec![0u32; targets.len()];
+    for v in 0..n {
+        for &u in &targets[offsets[v] as usize..offsets[v + 1] as usize] {
+            in_src[fill[u as usize] as usize] = v as u32;
+            fill[u as usize] += 1;
+        }
+    }
+    drop(fill);
+    let mut sel = vec![false; n];
+    let mut round = vec![0u32; n];
+    let mut tt = vec![0f64; n];
+    // Adds sign x v's contributions; `excluded(u)` says u is in the cache.
+    let contrib = |v: usize,
+                   sign: f64,
+                   tt: &mut [f64],
+                   excluded: &dyn Fn(u32) -> bool,
+                   touched: &mut Vec<u32>| {
+        let list = &targets[offsets[v] as usize..offsets[v + 1] as usize];
+        let mut i = 0;
+        while i < list.len() {
+            let pg = page_of(list[i] as usize);
+            let mut j = i;
+            let mut t = 0u64;
+            while j < list.len() && page_of(list[j] as usize) == pg {
+                let u = list[j];
+                if !excluded(u) && dout[u as usize] > 0 {
+                    t += dout[u as usize] as u64;
+                }
+                j += 1;
+            }
+            if t > 0 {
+                for &u in &list[i..j] {
+                    if excluded(u) || dout[u as usize] == 0 {
+                        continue;
+                    }
+                    let ru = r[pg as usize].max(1) as f64;
+                    tt[u as usize] += sign / (ru * t as f64 * din[u as usize].max(1) as f64);
+                    touched.push(u);
+                }
+            }
+            i = j;
+        }
+    };
+    let mut touched = Vec::new();
+    for v in 0..n {
+        contrib(v, 1.0, &mut tt, &|_| false, &mut touched);
+    }
+    let score = |tt: &[f64], u: usize| tt[u] / dout[u] as f64;
+    let mut heap: BinaryHeap<Cand> = (0..n)
+        .filter(|&u| dout[u] > 0 && tt[u] > 0.0)
+        .map(|u| Cand(score(&tt, u), u as u32))
+        .collect();
+    let mut chosen = Vec::new();
+    let mut used = 0u64;
+    let mut seen_v = vec![0u32; n];
+    for k in 1..=k_rounds {
+        let target = m * k as u64 / k_rounds as u64;
+        let mut now = Vec::new();
+        while let Some(Cand(s, u)) = heap.pop() {
+            let ui = u as usize;
+            if sel[ui] || s != score(&tt, ui) {
+                continue; // stale entry
+            }
+            if used + dout[ui] as u64 > target {
+                heap.push(Cand(s, u));
+                break;
+            }
+            sel[ui] = true;
+            round[ui] = k;
+            used += dout[ui] as u64;
+            now.push(u);
+        }
+        chosen.extend_from_slice(&now);
+        if k == k_rounds || now.is_empty() {
+            continue;
+        }
+        // Recompute only the in-neighbours of the vertices selected this round.
+        touched.clear();
+        for &s in &now {
+            for &v in &in_src[in_off[s as usize] as usize..in_off[s as usize + 1] as usize] {
+                if seen_v[v as usize] == k {
+                    continue;
+                }
+                seen_v[v as usize] = k;
+                let before = |u: u32| sel[u as usize] && round[u as usize] != k;
+                let after = |u: u32| sel[u as usize];
+                let mut ignore = Vec::new();
+                contrib(v as usize, -1.0, &mut tt, &before, &mut ignore);
+                contrib(v as usize, 1.0, &mut tt, &after, &mut touched);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for &u in &touched {
+            if !sel[u as usize] && tt[u as usize] > 0.0 {
+                heap.push(Cand(score(&tt, u as usize), u));
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// The file name of a saved selection.
+pub fn file_name(policy: Policy) -> String {
+    format!("basc.{}", policy.name())
+}
+
+/// Saves `sel` in the store (replacing an earlier one of the same policy): the
+/// file first, then the manifest, atomically.
+pub fn save(store: &Store, sel: &Selection) -> Result<SelectionRecord> {
+    let dir = store.dir();
+    let name = file_name(sel.policy);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut w = LayoutWriter::create(&tmp, FileKind::CacheSelection, store.stats().clone())?;
+    w.append(bytemuck::cast_slice(&sel.vertices))?;
+    let mut file = w.finish(sel.vertices.len() as u64)?;
+    file.name = name.clone();
+    std::fs::rename(&tmp, dir.join(&name))
+        .map_err(|e| outcore_io::IoError::new(&tmp, "rename", e))?;
+    let rec = SelectionRecord {
+        policy: sel.policy.name().into(),
+        file: name.clone(),
+        budget: sel.opts.budget,
+        k: sel.opts.k,
+        page_size: sel.opts.page_size,
+        seed: sel.opts.seed,
+        vertices: sel.vertices.len() as u64,
+        edges: sel.edges,
+        seconds: sel.seconds,
+    };
+    // The manifest on disk, not the open store's copy: earlier saves may have changed it.
+    let mut m = Manifest::read(dir)?;
+    m.files.retain(|f| f.name != name);
+    m.files.push(file);
+    m.selections.retain(|s| s.policy != rec.policy);
+    m.selections.push(rec.clone());
+    m.write(dir)?;
+    Ok(rec)
+}
+
+/// Loads the saved selection of `policy`, checksum-verified; `None` when none is saved.
+pub fn load(store: &Store, policy: Policy) -> Result<Option<(SelectionRecord, Vec<u32>)>> {
+    let Some(rec) = store
+        .manifest()
+        .selections
+        .iter()
+        .find(|s| s.policy == policy.name())
+    else {
+        return Ok(None);
+    };
+    let v: Vec<u32> = store
+        .layout(&rec.file, FileKind::CacheSelection)?
+        .read_all()?;
+    if let Some(&x) = v.iter().find(|&&x| x as u64 >= store.vertices()) {
+        return Err(corrupt(
+            store.dir().join(&rec.file),
+            format!("names vertex {x}, the store has {}", store.vertices()),
+        ));
+    }
+    Ok(Some((rec.clone(), v)))
+}
