@@ -8,6 +8,7 @@ mod bench;
 mod jobs;
 mod progress;
 mod run;
+mod vertex;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -37,7 +38,8 @@ enum Cmd {
     Ingest(IngestArgs),
     /// Describe a store and verify its checksums.
     Info(InfoArgs),
-    /// Run an algorithm on a store with the edge-streaming engine (CLIP).
+    /// Run an algorithm on a store: the edge-streaming engine (CLIP), or with
+    /// `--engine vertex` the page-cached vertex-centric engine (BAsC + Norder).
     Run(run::RunArgs),
     /// Run the built-in example end to end: generate, ingest, info, then algorithms.
     Example(ExampleArgs),
@@ -45,6 +47,10 @@ enum Cmd {
     Jobs(jobs::JobsArgs),
     /// Measure the storage device under a directory (sequential and random, O_DIRECT).
     Calibrate(bench::CalibrateArgs),
+    /// Compute and save a static-cache (BAsC) selection for the vertex engine.
+    SelectCache(vertex::SelectArgs),
+    /// Write a relabelled copy of a store (norder, degree, random) for the vertex engine.
+    Reorder(vertex::ReorderArgs),
     /// Run a benchmark spec: each run in a memory-limited cgroup, cold cache; JSON lines, report, plots.
     Bench(bench::BenchArgs),
 }
@@ -164,6 +170,13 @@ struct IngestArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Relabel the vertices (norder, degree, random) for the vertex engine: the
+    /// store is ingested, then rewritten in that order (as `outcore reorder`).
+    #[arg(long)]
+    order: Option<outcore_store::order::Order>,
+    /// Seed of `--order random`.
+    #[arg(long, default_value_t = 1)]
+    order_seed: u64,
 }
 
 #[derive(Args)]
@@ -229,6 +242,8 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Jobs(a) => jobs::cmd_jobs(a),
         Cmd::Calibrate(a) => bench::cmd_calibrate(a),
         Cmd::Bench(a) => bench::cmd_bench(a),
+        Cmd::SelectCache(a) => vertex::cmd_select(a),
+        Cmd::Reorder(a) => vertex::cmd_reorder(a),
     }
 }
 
@@ -295,8 +310,40 @@ fn cmd_ingest(a: IngestArgs) -> Result<()> {
         ..IngestOptions::default()
     };
     let obs = progress::IngestBars::new();
-    let r = outcore_store::ingest(&a.inputs, &a.out, &opts, &obs)?;
-    let phases = obs.finish();
+    let target = match a.order {
+        Some(_) => {
+            let name = a.out.file_name().context("--out needs a directory name")?;
+            a.out
+                .with_file_name(format!(".{}.unordered", name.to_string_lossy()))
+        }
+        None => a.out.clone(),
+    };
+    if a.order.is_some() && a.out.exists() && !a.force {
+        bail!("{} exists; pass --force to replace it", a.out.display());
+    }
+    let opts_tmp = IngestOptions {
+        force: opts.force || a.order.is_some(),
+        ..opts.clone()
+    };
+    let mut r = outcore_store::ingest(&a.inputs, &target, &opts_tmp, &obs)?;
+    let mut phases = obs.finish();
+    if let Some(order) = a.order {
+        let src = Store::open(&target)?;
+        let obs2 = progress::IngestBars::new();
+        let res = outcore_store::order::reorder(&src, &a.out, order, a.order_seed, &opts, &obs2);
+        drop(src);
+        let _ = std::fs::remove_dir_all(&target);
+        let (r2, secs) = res?;
+        phases = format!(
+            "{phases}; {} order {secs:.2}s, rewrite {}",
+            order.name(),
+            obs2.finish()
+        );
+        r.seconds += r2.seconds;
+        r.io.bytes_read += r2.io.bytes_read;
+        r.io.bytes_written += r2.io.bytes_written;
+        r.store_bytes = r2.store_bytes;
+    }
     eprintln!(
         "ingested {} edges ({} input), {} vertices, P={} into {} in {:.2} s ({phases}): {:.1} M edges/s, read {}, wrote {} ({} store), {} sort runs, peak memory {}",
         r.edges,
@@ -375,6 +422,24 @@ fn print_info(i: &StoreInfo, verified: bool) {
             format!("as given, base {}", i.id_base)
         }
     );
+    if let Some(o) = &i.order {
+        println!(
+            "order        {} (from {}, computed in {:.2}s)",
+            o.order, o.source, o.seconds
+        );
+    }
+    for sel in &i.selections {
+        println!(
+            "static cache {} selection: {} vertices, {} edges, for {} (K {}, page {}), {:.2}s",
+            sel.policy,
+            sel.vertices,
+            sel.edges,
+            format_bytes(sel.budget),
+            sel.k,
+            format_bytes(sel.page_size),
+            sel.seconds
+        );
+    }
     for (name, d) in [("out-degree", &i.out_degree), ("in-degree", &i.in_degree)] {
         println!(
             "{name:<12} max {} mean {:.2} zero {}",
@@ -464,6 +529,8 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
         force: true,
         tmp_dir: None,
         threads: None,
+        order: None,
+        order_seed: 1,
     })?;
     cmd_info(&store, false, true)?;
     for (algo, root) in [
@@ -480,5 +547,14 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
         store.clone(),
         &["bfs:root=0", "sssp:root=0", "wcc", "pagerank:iterations=5"],
     ))?;
+    for algo in ["bfs", "diam"] {
+        eprintln!("example: run {algo} on the vertex engine, 5% page cache + 20% static cache chosen by GVS, with --verify");
+        let mut args = run::RunArgs::example(algo, store.clone(), Some(0));
+        args.engine = run::EngineArg::Vertex;
+        args.vertex.policy = Some(outcore_store::select::Policy::Gvs);
+        args.vertex.k = 20;
+        args.vertex.buffered = true;
+        run::cmd_run(args)?;
+    }
     Ok(())
 }

@@ -70,6 +70,18 @@ pub struct RunArgs {
     /// Read blocks with O_DIRECT, bypassing the page cache.
     #[arg(long)]
     pub direct: bool,
+    /// The engine: `stream` (CLIP grid streaming) or `vertex` (page-cached
+    /// vertex-centric engine for BFS-like algorithms: bfs, sssp, wcc, diam, bc, apsp).
+    #[arg(long, value_enum, default_value_t = EngineArg::Stream)]
+    pub engine: EngineArg,
+    #[command(flatten)]
+    pub vertex: crate::vertex::VertexArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EngineArg {
+    Stream,
+    Vertex,
 }
 
 impl RunArgs {
@@ -95,6 +107,8 @@ impl RunArgs {
             work_dir: None,
             mapped_state: false,
             direct: false,
+            engine: EngineArg::Stream,
+            vertex: crate::vertex::VertexArgs::default(),
         }
     }
 }
@@ -115,7 +129,7 @@ pub enum OutFormat {
     Npy,
 }
 
-fn parse_size_arg(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn parse_size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
@@ -136,6 +150,9 @@ impl StreamObserver for Bars {
 }
 
 pub fn cmd_run(a: RunArgs) -> Result<()> {
+    if a.engine == EngineArg::Vertex {
+        return crate::vertex::cmd_run_vertex(a);
+    }
     let start = Instant::now();
     let Some(algo) = Algo::from_name(&a.algo) else {
         bail!(
@@ -259,7 +276,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
 }
 
 /// Bytes this process read and wrote from storage, from /proc/self/io.
-fn os_io() -> serde_json::Value {
+pub(crate) fn os_io() -> serde_json::Value {
     let Ok(s) = std::fs::read_to_string("/proc/self/io") else {
         return serde_json::Value::Null;
     };
@@ -278,7 +295,26 @@ enum Cell {
     U(u64),
 }
 
-fn cells(out: &Output, ids: &IdMap, v: usize, parents: bool) -> (Cell, Option<Cell>) {
+/// For a relabelled store, each component's label as the smallest user id in it
+/// (the smallest dense id is not the smallest user id there).
+fn user_labels(out: &Output, ids: &IdMap) -> Option<Vec<u64>> {
+    let (Output::Labels(l), Some(_)) = (out, ids.user_order()) else {
+        return None;
+    };
+    let mut min = vec![u64::MAX; l.len()];
+    for (v, &c) in l.iter().enumerate() {
+        min[c as usize] = min[c as usize].min(ids.to_user(v as u32));
+    }
+    Some(l.iter().map(|&c| min[c as usize]).collect())
+}
+
+fn cells(
+    out: &Output,
+    ids: &IdMap,
+    labels: Option<&[u64]>,
+    v: usize,
+    parents: bool,
+) -> (Cell, Option<Cell>) {
     match out {
         Output::Bfs(a) => match outcore_algos::bfs_entry(a[v]) {
             Some((d, p)) => (
@@ -294,7 +330,10 @@ fn cells(out: &Output, ids: &IdMap, v: usize, parents: bool) -> (Cell, Option<Ce
             ),
             None => (Cell::F(f64::INFINITY), parents.then_some(Cell::I(-1))),
         },
-        Output::Labels(l) => (Cell::U(ids.to_user(l[v])), None),
+        Output::Labels(l) => (
+            Cell::U(labels.map_or_else(|| ids.to_user(l[v]), |x| x[v])),
+            None,
+        ),
         Output::Flags(f) => (Cell::I(f[v] as i64), None),
         Output::Values(x) => (Cell::F(x[v]), None),
     }
@@ -347,7 +386,7 @@ pub(crate) fn write_output(
     let mut w = BufWriter::with_capacity(1 << 20, file);
     if fmt == OutFormat::Npy {
         let (c0, p0) = if n > 0 {
-            cells(out, ids, 0, parents)
+            cells(out, ids, None, 0, parents)
         } else {
             (Cell::F(0.0), None)
         };
@@ -364,9 +403,13 @@ pub(crate) fn write_output(
         w.write_all(&(header.len() as u16).to_le_bytes())?;
         w.write_all(header.as_bytes())?;
     }
-    for v in 0..n {
+    // Ascending user ids: dense order, unless the store was relabelled.
+    let labels = user_labels(out, ids);
+    let order = ids.user_order();
+    for k in 0..n {
+        let v = order.map_or(k, |o| o[k] as usize);
         let id = ids.to_user(v as u32);
-        let (c, p) = cells(out, ids, v, parents);
+        let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
         match fmt {
             OutFormat::Text => {
                 write!(w, "{id} {}", text(&c, out))?;

@@ -487,9 +487,12 @@ fn the_built_in_example_runs() {
             "{algo} summary missing: {e}"
         );
     }
-    assert_eq!(e.matches("verify: ").count(), 4, "{e}");
+    // 4 streaming runs, then bfs and diam on the vertex engine.
+    assert_eq!(e.matches("verify: ").count(), 6, "{e}");
     assert_eq!(e.matches("verify job ").count(), 4, "{e}");
     assert!(e.contains("jobs: 4 jobs in "), "{e}");
+    assert!(e.contains("\ndiam: diameter >= "), "{e}");
+    assert!(e.contains("static cache hits"), "{e}");
 }
 
 /// ../shared/graphs relative to the workspace root; None (with a message) when absent.

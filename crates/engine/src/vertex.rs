@@ -441,6 +441,9 @@ struct Request {
     result: std::result::Result<(), String>,
 }
 
+/// A progress callback: statistics so far, active vertices of the iteration.
+pub type ProgressFn = Box<dyn FnMut(&VertexStats, usize) + Send>;
+
 /// The vertex-centric engine; see the module docs.
 pub struct VertexEngine {
     cfg: VertexConfig,
@@ -455,6 +458,7 @@ pub struct VertexEngine {
     spare: Vec<(AlignedBuf, Option<AlignedBuf>)>,
     in_flight: usize,
     weighted: bool,
+    progress: Option<ProgressFn>,
 }
 
 impl VertexEngine {
@@ -606,6 +610,7 @@ impl VertexEngine {
             spare,
             in_flight: 0,
             weighted,
+            progress: None,
             cfg,
         };
         e.load_static()?;
@@ -614,6 +619,11 @@ impl VertexEngine {
 
     pub fn vertices(&self) -> usize {
         self.n
+    }
+    /// Called at the start of every iteration with the statistics so far and the
+    /// number of active vertices (progress bars).
+    pub fn set_progress(&mut self, f: ProgressFn) {
+        self.progress = Some(f);
     }
     pub fn stats(&self) -> &VertexStats {
         &self.stats
@@ -725,6 +735,9 @@ impl VertexEngine {
         let t0 = Instant::now();
         let wait0 = self.stats.io_wait_seconds;
         self.stats.iterations += 1;
+        if let Some(p) = self.progress.as_mut() {
+            p(&self.stats, active.len());
+        }
         let p = self.cfg.page_size as u64;
         let per_page = p / 4;
         let max_pages = (self.cfg.max_request as u64 / p).max(1);

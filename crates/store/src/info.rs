@@ -104,6 +104,10 @@ pub struct StoreInfo {
     pub layout_bytes: Vec<(String, u64)>,
     pub files: Vec<FileCheck>,
     pub checksums_ok: bool,
+    /// The vertex order, when relabelled.
+    pub order: Option<crate::manifest::OrderRecord>,
+    /// Saved static-cache selections.
+    pub selections: Vec<crate::manifest::SelectionRecord>,
 }
 
 /// Gathers the statistics of `store`; with `verify`, streams every file to check
@@ -182,6 +186,8 @@ pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
         layout_bytes: layout,
         checksums_ok: files.iter().all(|f| f.ok),
         files,
+        order: m.order.clone(),
+        selections: m.selections.clone(),
     })
 }
 

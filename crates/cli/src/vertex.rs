@@ -1,0 +1,412 @@
+//! The vertex-centric engine from the command line: `outcore run ALGO STORE
+//! --engine vertex`, `outcore select-cache` and `outcore reorder`.
+
+use crate::run::{os_io, parse_size_arg, write_output, RunArgs};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use outcore_algos::vc::{self, VAlgo, VParams};
+use outcore_algos::{verify::verify, Algo, Output, Params};
+use outcore_engine::vertex::{VertexConfig, VertexEngine};
+use outcore_io::{format_bytes, parse_size, IoStats, ReadMode};
+use outcore_store::order::Order;
+use outcore_store::select::{self, Policy, SelectOptions};
+use outcore_store::{IngestOptions, Store};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Settings of the vertex engine (`--engine vertex`).
+#[derive(Args, Clone)]
+pub struct VertexArgs {
+    /// Page size of edge-list reads, 512 B to 1 MiB.
+    #[arg(long, default_value = "8K", value_parser = parse_size_arg)]
+    pub page_size: u64,
+    /// Page cache and static cache sizes, `PAGE,STATIC`, each a size (64M) or a
+    /// percentage of the CSR read (5%). Default: 25%,0 without --policy, 5%,20% with.
+    #[arg(long)]
+    pub cache_split: Option<String>,
+    /// Static-cache selection: gvs, lowd, highd, random. A selection saved by
+    /// `outcore select-cache` is loaded; otherwise it is computed before the run.
+    #[arg(long)]
+    pub policy: Option<Policy>,
+    /// GVS rounds when the selection is computed here.
+    #[arg(long, default_value_t = 100)]
+    pub k: u32,
+    /// bc, apsp: sampled sources.
+    #[arg(long, default_value_t = 128)]
+    pub sources: u32,
+    /// diam: BFS runs (2 = a double sweep).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: u32,
+    /// Reads in flight.
+    #[arg(long, default_value_t = 16)]
+    pub queue_depth: usize,
+    /// Largest merged read.
+    #[arg(long, default_value = "128K", value_parser = parse_size_arg)]
+    pub max_request: u64,
+    /// Read through the OS page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+}
+
+impl Default for VertexArgs {
+    fn default() -> Self {
+        VertexArgs {
+            page_size: 8192,
+            cache_split: None,
+            policy: None,
+            k: 100,
+            sources: 128,
+            rounds: 2,
+            queue_depth: 16,
+            max_request: 128 << 10,
+            buffered: false,
+        }
+    }
+}
+
+/// `SIZE` or `N%` of `whole`.
+fn size_or_percent(s: &str, whole: u64, what: &str) -> Result<u64> {
+    let s = s.trim();
+    if let Some(p) = s.strip_suffix('%') {
+        let x: f64 = p
+            .trim()
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+            .with_context(|| format!("{what}: {s:?} is not a percentage"))?;
+        Ok((whole as f64 * x / 100.0) as u64)
+    } else {
+        parse_size(s)
+            .map_err(|e| anyhow::anyhow!("{what}: {s:?} is neither a size nor a percentage ({e})"))
+    }
+}
+
+/// Parses `--cache-split PAGE,STATIC` against the CSR size.
+pub fn cache_split(spec: &str, csr: u64) -> Result<(u64, u64)> {
+    let parts: Vec<&str> = spec.split(',').collect();
+    if parts.len() != 2 {
+        bail!("--cache-split {spec:?}: expected PAGE,STATIC, e.g. 5%,20% or 64M,256M");
+    }
+    Ok((
+        size_or_percent(parts[0], csr, "--cache-split")?,
+        size_or_percent(parts[1], csr, "--cache-split")?,
+    ))
+}
+
+pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
+    let start = Instant::now();
+    let v = &a.vertex;
+    let Some(algo) = VAlgo::from_name(&a.algo) else {
+        bail!(
+            "the vertex engine runs {}; '{}' is not one of them",
+            VAlgo::ALL.map(|x| x.name()).join(", "),
+            a.algo
+        );
+    };
+    let stats = IoStats::new();
+    let store = Store::open_with(&a.store, ReadMode::Buffered, stats.clone())
+        .with_context(|| format!("opening store {}", a.store.display()))?;
+    let ids = store.id_map()?;
+    let root = match (algo.needs_root(), a.root) {
+        (true, None) => bail!(
+            "{} needs --root ID (a vertex id as in the input)",
+            algo.name()
+        ),
+        (true, Some(r)) => ids
+            .to_dense(r)
+            .with_context(|| format!("--root {r} is not a vertex of {}", a.store.display()))?,
+        (false, _) => 0,
+    };
+    let per_edge = if algo.weighted() { 8 } else { 4 };
+    let csr = store.edges() * per_edge;
+    let default_split = if v.policy.is_some() {
+        "5%,20%"
+    } else {
+        "25%,0"
+    };
+    let (page_cache, static_cache) =
+        cache_split(v.cache_split.as_deref().unwrap_or(default_split), csr)?;
+    if static_cache > 0 && v.policy.is_none() {
+        bail!("--cache-split gives the static cache {}, but no --policy says what to put in it (gvs, lowd, highd, random)", format_bytes(static_cache));
+    }
+    let (selection, sel_note) = match v.policy {
+        None => (Vec::new(), String::new()),
+        Some(policy) => match select::load(&store, policy)? {
+            Some((rec, list)) => {
+                let note = format!(
+                    "static cache: saved {} selection ({} vertices for {})",
+                    policy.name(),
+                    rec.vertices,
+                    format_bytes(rec.budget)
+                );
+                (list, note)
+            }
+            None => {
+                let sel = select::select(
+                    &store,
+                    &SelectOptions {
+                        policy,
+                        budget: static_cache,
+                        k: v.k,
+                        page_size: v.page_size,
+                        seed: a.seed,
+                    },
+                )?;
+                let note = format!(
+                    "static cache: {} selection computed in {:.2}s (none saved; `outcore select-cache` saves one)",
+                    policy.name(),
+                    sel.seconds
+                );
+                (sel.vertices, note)
+            }
+        },
+    };
+    if !sel_note.is_empty() {
+        eprintln!("{sel_note}");
+    }
+    let cfg = VertexConfig {
+        page_size: v.page_size as usize,
+        page_cache,
+        static_cache,
+        selection,
+        max_request: v.max_request as usize,
+        queue_depth: v.queue_depth,
+        direct: !v.buffered,
+        weights: algo.weighted(),
+        in_edges: algo.needs_in_edges(store.manifest().directed),
+    };
+    let mut engine = VertexEngine::new(&store, cfg)?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{prefix:>6} {spinner} {msg} {elapsed}").unwrap());
+    bar.set_prefix(algo.name().to_string());
+    {
+        let bar = bar.clone();
+        engine.set_progress(Box::new(move |s, active| {
+            bar.set_message(format!(
+                "iteration {}, {active} active, {} pages read",
+                s.iterations, s.pages_read
+            ));
+            bar.tick();
+        }));
+    }
+    let params = VParams {
+        root,
+        seed: a.seed,
+        rounds: v.rounds,
+        sources: v.sources,
+        iterations: a.iterations,
+        user_order: ids.user_order().map(|o| o.to_vec()),
+    };
+    let t_algo = Instant::now();
+    let r = vc::run(&mut engine, algo, &params)?;
+    let algo_secs = t_algo.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let run_secs = start.elapsed().as_secs_f64();
+    let es = engine.finish();
+    let verified = if a.verify {
+        let t = Instant::now();
+        let p = Params {
+            root,
+            ..Default::default()
+        };
+        let msg = match algo {
+            VAlgo::Bfs => verify(&store, Algo::Bfs, &p, &r.run.output)?,
+            VAlgo::Sssp => verify(&store, Algo::Sssp, &p, &r.run.output)?,
+            VAlgo::Wcc => verify(&store, Algo::Wcc, &p, &r.run.output)?,
+            VAlgo::Diam => {
+                // The last sweep is a BFS tree: check it by the Graph500 rules.
+                let last = *r.extra.starts.last().expect("at least one sweep");
+                let p = Params {
+                    root: last,
+                    ..Default::default()
+                };
+                verify(&store, Algo::Bfs, &p, &r.run.output)?
+            }
+            VAlgo::Bc | VAlgo::Apsp => bail!(
+                "--verify has no independent check for {} here; the test suite checks it against networkx and an in-memory Brandes/BFS",
+                algo.name()
+            ),
+        };
+        eprintln!("verify: {msg} ({:.2}s)", t.elapsed().as_secs_f64());
+        Some(msg)
+    } else {
+        None
+    };
+    if let Some(out) = &a.out {
+        write_output(out, a.out_format, &r.run.output, &ids, a.parents)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    let peak = crate::progress::peak_memory();
+    let user = |d: u32| ids.to_user(d);
+    if let Some(path) = &a.stats {
+        let j = serde_json::json!({
+            "algorithm": algo.name(),
+            "engine": "vertex",
+            "store": a.store,
+            "vertices": store.vertices(),
+            "edges": store.edges(),
+            "order": store.manifest().order.as_ref().map(|o| o.order.clone()),
+            "policy": v.policy.map(|p| p.name()),
+            "page_cache_bytes": page_cache,
+            "static_cache_bytes": static_cache,
+            "iterations": r.run.iterations,
+            "summary": r.run.summary,
+            "seconds": run_secs,
+            "algorithm_seconds": algo_secs,
+            "vertex_engine": es,
+            "page_hit_ratio": es.page_hit_ratio(),
+            "static_hit_ratio": es.static_hit_ratio(),
+            "diameter": r.extra.diameter,
+            "starts": r.extra.starts.iter().map(|&d| user(d)).collect::<Vec<_>>(),
+            "sources": r.extra.sources.iter().map(|&d| user(d)).collect::<Vec<_>>(),
+            "reach": r.extra.reach,
+            "eccentricity": r.extra.eccentricity,
+            "peak_rss_bytes": peak,
+            "os_io": os_io(),
+            "verified": verified,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let summary = match (&r.run.output, algo) {
+        (Output::Bfs(_), VAlgo::Diam) => format!(
+            "diameter >= {} ({} BFS, starts {})",
+            r.extra.diameter.unwrap_or(0),
+            r.extra.starts.len(),
+            r.extra
+                .starts
+                .iter()
+                .map(|&d| user(d).to_string())
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        ),
+        _ => r.run.summary.clone(),
+    };
+    eprintln!(
+        "{}: {summary} in {:.2}s ({:.2}s with set-up), {} iterations, read {} in {} requests ({} pages of {}), page cache hits {:.1}%, static cache hits {:.1}% ({} vertices, {} loaded in {:.2}s), page utilization {:.1}%, I/O wait {:.2}s, compute {:.2}s{}",
+        algo.name(),
+        algo_secs,
+        run_secs,
+        r.run.iterations,
+        format_bytes(es.bytes_read),
+        es.requests,
+        es.pages_read,
+        format_bytes(es.page_size),
+        100.0 * es.page_hit_ratio(),
+        100.0 * es.static_hit_ratio(),
+        es.static_vertices,
+        format_bytes(es.static_load_bytes),
+        es.static_load_seconds,
+        100.0 * es.page_utilization,
+        es.io_wait_seconds,
+        es.compute_seconds,
+        peak.map_or(String::new(), |p| format!(", peak memory {}", format_bytes(p)))
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct SelectArgs {
+    /// The store directory.
+    pub store: PathBuf,
+    /// gvs, lowd, highd or random.
+    #[arg(long)]
+    pub policy: Policy,
+    /// Static-cache size: a size (256M) or a percentage of the CSR (20%).
+    #[arg(long, default_value = "20%")]
+    pub size: String,
+    /// GVS rounds (K of Algorithm 1).
+    #[arg(long, default_value_t = 100)]
+    pub k: u32,
+    /// The page size GVS models.
+    #[arg(long, default_value = "8K", value_parser = parse_size_arg)]
+    pub page_size: u64,
+    /// Weighted runs (sssp) use 8 bytes per edge: size the selection for them.
+    #[arg(long)]
+    pub weighted: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+pub fn cmd_select(a: SelectArgs) -> Result<()> {
+    let store =
+        Store::open(&a.store).with_context(|| format!("opening store {}", a.store.display()))?;
+    if a.weighted && !store.weighted() {
+        bail!("--weighted: {} has no weights", a.store.display());
+    }
+    let per_edge = if a.weighted { 8 } else { 4 };
+    let budget = size_or_percent(&a.size, store.edges() * per_edge, "--size")?;
+    // The selection is sized in the store's bytes per edge; scale the budget so
+    // it holds the same number of edges.
+    let budget_store = budget / per_edge * select::bytes_per_edge(&store);
+    let sel = select::select(
+        &store,
+        &SelectOptions {
+            policy: a.policy,
+            budget: budget_store,
+            k: a.k,
+            page_size: a.page_size,
+            seed: a.seed,
+        },
+    )?;
+    let rec = select::save(&store, &sel)?;
+    eprintln!(
+        "select-cache: {} selected {} vertices ({} edges, {} of edge lists) in {:.2}s (K = {}, page {}); saved as {}",
+        a.policy.name(),
+        rec.vertices,
+        rec.edges,
+        format_bytes(rec.edges * per_edge),
+        rec.seconds,
+        rec.k,
+        format_bytes(rec.page_size),
+        rec.file
+    );
+    println!("{}", serde_json::to_string(&rec)?);
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct ReorderArgs {
+    /// The source store.
+    pub store: PathBuf,
+    /// The new store directory.
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// norder, degree or random.
+    #[arg(long)]
+    pub order: Order,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Memory budget of the rewrite (sort buffers).
+    #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
+    pub memory: u64,
+    /// Replace OUT if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn cmd_reorder(a: ReorderArgs) -> Result<()> {
+    let src =
+        Store::open(&a.store).with_context(|| format!("opening store {}", a.store.display()))?;
+    let opts = IngestOptions {
+        memory: a.memory,
+        force: a.force,
+        ..Default::default()
+    };
+    let bar = crate::progress::IngestBars::new();
+    let (rep, secs) = outcore_store::order::reorder(&src, &a.out, a.order, a.seed, &opts, &bar)?;
+    bar.finish();
+    eprintln!(
+        "reorder: {} order computed in {:.2}s; {} written in {:.2}s ({} vertices, {} edges, read {}, wrote {})",
+        a.order.name(),
+        secs,
+        a.out.display(),
+        rep.seconds,
+        rep.vertices,
+        rep.edges,
+        format_bytes(rep.io.bytes_read),
+        format_bytes(rep.io.bytes_written)
+    );
+    Ok(())
+}

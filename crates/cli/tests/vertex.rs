@@ -1,0 +1,252 @@
+//! `outcore run --engine vertex`, `select-cache`, `reorder` and `ingest --order`:
+//! the same answers in the user's ids whatever the order, cache split, policy or
+//! page size; saved selections used by runs; clear errors with a non-zero exit.
+
+mod common;
+
+use common::{err, run, s};
+use std::path::{Path, PathBuf};
+
+/// Ids 10, 20, 30 form a weighted path, 30 -> 10 closes a cycle; 1000 -> 2000;
+/// 7 -> 1000; 5 alone (self-loop).
+fn store(dir: &Path, extra: &[&str]) -> PathBuf {
+    let input = dir.join("g.txt");
+    std::fs::write(
+        &input,
+        "10 20 1.5\n20 30 2\n30 10 1\n1000 2000 1\n7 1000 4\n5 5 1\n",
+    )
+    .unwrap();
+    let out = dir.join(format!("g{}", extra.join("").replace('-', "")));
+    let mut a = vec!["ingest", s(&input), "-o", s(&out), "--remap", "--in-edges"];
+    a.extend_from_slice(extra);
+    let o = run(&a);
+    assert!(o.status.success(), "{}", err(&o));
+    out
+}
+
+fn result(dir: &Path, args: &[&str]) -> String {
+    let out = dir.join("out.txt");
+    let mut a = vec!["run"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--engine", "vertex", "--out", s(&out)]);
+    let o = run(&a);
+    assert!(o.status.success(), "{args:?}: {}", err(&o));
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn answers_are_in_user_ids_for_every_order_split_and_policy() {
+    let d = tempfile::tempdir().unwrap();
+    let base = store(d.path(), &[]);
+    let mut stores = vec![base.clone()];
+    for order in ["norder", "degree", "random"] {
+        let o = d.path().join(format!("g-{order}"));
+        let r = run(&[
+            "reorder",
+            s(&base),
+            "-o",
+            s(&o),
+            "--order",
+            order,
+            "--seed",
+            "3",
+        ]);
+        assert!(r.status.success(), "{}", err(&r));
+        assert!(err(&r).contains("order computed in"), "{}", err(&r));
+        stores.push(o);
+    }
+    stores.push(store(d.path(), &["--order", "norder"]));
+    let max = "9223372036854775807";
+    let bfs = format!("5 {max}\n7 {max}\n10 1\n20 0\n30 1\n1000 {max}\n2000 {max}\n")
+        .replace("10 1\n", "10 2\n");
+    for g in &stores {
+        let g = s(g);
+        for extra in [
+            vec![],
+            vec!["--page-size", "512", "--cache-split", "0,0"],
+            vec!["--policy", "gvs", "--k", "3"],
+            vec!["--policy", "lowd", "--cache-split", "1K,50%"],
+            vec!["--policy", "random", "--buffered", "--queue-depth", "1"],
+        ] {
+            let mut a = vec!["bfs", g, "--root", "20", "--verify"];
+            a.extend_from_slice(&extra);
+            assert_eq!(result(d.path(), &a), bfs, "{g} {extra:?}");
+            let mut a = vec!["sssp", g, "--root", "10", "--verify"];
+            a.extend_from_slice(&extra);
+            assert_eq!(
+                result(d.path(), &a),
+                "5 infinity\n7 infinity\n10 0\n20 1.5\n30 3.5\n1000 infinity\n2000 infinity\n",
+                "{g} {extra:?}"
+            );
+            let mut a = vec!["wcc", g, "--verify"];
+            a.extend_from_slice(&extra);
+            assert_eq!(
+                result(d.path(), &a),
+                "5 5\n7 7\n10 10\n20 10\n30 10\n1000 7\n2000 7\n",
+                "{g} {extra:?}"
+            );
+        }
+        // Every vertex as a source: exact betweenness; 20 lies on 10 -> 30 and
+        // 30 on 20 -> 10, 10 on 30 -> 20; 1000 on 7 -> 2000.
+        assert_eq!(
+            result(d.path(), &["bc", g, "--sources", "100"]),
+            "5 0.00000000000000e0\n7 0.00000000000000e0\n10 1.00000000000000e0\n20 1.00000000000000e0\n30 1.00000000000000e0\n1000 1.00000000000000e0\n2000 0.00000000000000e0\n",
+            "{g}"
+        );
+        // Sum of distances from all sources: 10 is reached from 20 (2) and 30 (1).
+        assert_eq!(
+            result(d.path(), &["apsp", g, "--sources", "100"]),
+            "5 0.00000000000000e0\n7 0.00000000000000e0\n10 3.00000000000000e0\n20 3.00000000000000e0\n30 3.00000000000000e0\n1000 1.00000000000000e0\n2000 3.00000000000000e0\n",
+            "{g}"
+        );
+    }
+}
+
+#[test]
+fn select_cache_saves_a_selection_that_runs_load() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path(), &[]);
+    let o = run(&[
+        "select-cache",
+        s(&g),
+        "--policy",
+        "gvs",
+        "--size",
+        "100%",
+        "--k",
+        "4",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["policy"], "gvs");
+    assert_eq!(rec["k"], 4);
+    let stats = d.path().join("st.json");
+    let o = run(&[
+        "run",
+        "bfs",
+        s(&g),
+        "--root",
+        "20",
+        "--engine",
+        "vertex",
+        "--policy",
+        "gvs",
+        "--cache-split",
+        "0,100%",
+        "--stats",
+        s(&stats),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("saved gvs selection"), "{}", err(&o));
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let ve = &st["vertex_engine"];
+    assert!(ve["static_vertices"].as_u64().unwrap() > 0, "{st}");
+    assert_eq!(ve["pages_read"], 0, "all lists static: {st}");
+    assert_eq!(st["static_hit_ratio"], 1.0);
+    // `info --verify` checks the saved selection; a damaged one is refused by runs.
+    let o = run(&["info", s(&g)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let f = g.join("basc.gvs");
+    let mut b = std::fs::read(&f).unwrap();
+    let k = b.len() - 1;
+    b[k] ^= 1;
+    std::fs::write(&f, b).unwrap();
+    let o = run(&[
+        "run",
+        "bfs",
+        s(&g),
+        "--root",
+        "20",
+        "--engine",
+        "vertex",
+        "--policy",
+        "gvs",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("basc.gvs") && err(&o).contains("checksum"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn bad_requests_get_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path(), &[]);
+    let g = s(&g);
+    let plain = {
+        let input = d.path().join("p.txt");
+        std::fs::write(&input, "0 1\n1 2\n").unwrap();
+        let out = d.path().join("p");
+        assert!(run(&["ingest", s(&input), "-o", s(&out)]).status.success());
+        out
+    };
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["pagerank", g], "the vertex engine runs"),
+        (vec!["bfs", g], "needs --root"),
+        (vec!["bfs", g, "--root", "99"], "not a vertex"),
+        (
+            vec!["bfs", g, "--root", "10", "--page-size", "3000"],
+            "page size",
+        ),
+        (
+            vec!["bfs", g, "--root", "10", "--cache-split", "5%"],
+            "PAGE,STATIC",
+        ),
+        (
+            vec!["bfs", g, "--root", "10", "--cache-split", "x%,1M"],
+            "not a percentage",
+        ),
+        (
+            vec!["bfs", g, "--root", "10", "--cache-split", "1M,1M"],
+            "no --policy",
+        ),
+        (
+            vec!["bfs", g, "--root", "10", "--policy", "best"],
+            "unknown cache policy",
+        ),
+        (
+            vec!["bfs", g, "--root", "10", "--queue-depth", "0"],
+            "queue depth",
+        ),
+        (vec!["bc", g, "--sources", "0"], "--sources"),
+        (vec!["diam", g, "--rounds", "0"], "--rounds"),
+        (vec!["bc", g, "--verify"], "no independent check"),
+        (vec!["wcc", s(&plain)], "--in-edges"),
+        (vec!["sssp", s(&plain), "--root", "0"], "no weights"),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["run"];
+        a.extend_from_slice(&args);
+        a.extend_from_slice(&["--engine", "vertex"]);
+        let o = run(&a);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err(&o).contains(want), "{args:?}: {}", err(&o));
+        assert!(!err(&o).contains("panicked"), "{args:?}: {}", err(&o));
+    }
+    let o = run(&["reorder", g, "-o", g, "--order", "norder"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("new directory") || err(&o).contains("exists"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&[
+        "reorder",
+        g,
+        "-o",
+        s(&d.path().join("x")),
+        "--order",
+        "gorder",
+    ]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("unknown order"), "{}", err(&o));
+    let o = run(&["select-cache", g, "--policy", "gvs", "--k", "0"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("--k"), "{}", err(&o));
+    let o = run(&["select-cache", g, "--policy", "gvs", "--size", "lots"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("--size"), "{}", err(&o));
+}
