@@ -274,6 +274,152 @@ def test_jobs_match_scipy_and_networkx(name, mode, work):
     assert np.allclose(got, ldbc_pagerank(A, 10), rtol=1e-9, atol=0)
 
 
+# --- the vertex-centric engine (BAsC + Norder) ---------------------------------
+
+_vstores = {}
+
+
+def vertex_store(name, order, work):
+    """The graph ingested with in-edges and relabelled by `order` (ingest --order)."""
+    key = (name, order)
+    if key in _vstores:
+        return _vstores[key]
+    graph(name, work)  # generates kron's input
+    out = work / f"{name}.{order}.vstore"
+    file = work / "kron.bin32w" if name == "kron" else SHARED / GRAPHS[name][0]
+    flags = ["--vertices", 1 << 12] if name == "kron" else list(GRAPHS[name][1])
+    if order != "original":
+        flags += ["--order", order, "--order-seed", 5]
+    outcore("ingest", file, "-o", out, "--force", "--in-edges", *flags)
+    _vstores[key] = out
+    return out
+
+
+def vrun(*args):
+    return outcore("run", *args, "--engine", "vertex")
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("order,policy", [("original", None), ("norder", "gvs"), ("random", "lowd")])
+def test_vertex_bfs_matches_scipy(name, order, policy, work):
+    g, _ = graph(name, work)
+    store = vertex_store(name, order, work)
+    root = g.ids[g.n // 3]
+    out = work / f"{name}.vbfs.{order}"
+    extra = ["--policy", policy, "--k", 10] if policy else []
+    vrun("bfs", store, "--root", root, "--out", out, "--verify", "--page-size", "4K", *extra)
+    ids, vals = read_result(out)
+    assert np.array_equal(ids, g.ids)
+    want = cg.shortest_path(g.matrix(), unweighted=True, indices=g.n // 3)
+    got = np.array([float("inf") if int(x) == UNREACHED else float(x) for x in vals])
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["ny", "kron", "lux"])
+def test_vertex_sssp_matches_scipy_dijkstra(name, work):
+    g, _ = graph(name, work)
+    store = vertex_store(name, "norder", work)
+    out = work / f"{name}.vsssp"
+    vrun("sssp", store, "--root", g.ids[7], "--out", out, "--verify", "--policy", "gvs",
+         "--cache-split", "5%,20%", "--k", 5)
+    _, vals = read_result(out)
+    got = np.array([float(x) for x in vals])
+    want = cg.dijkstra(g.matrix(weights=True), indices=7)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    fin = ~np.isinf(want)
+    assert np.allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["wiki", "facebook", "kron", "lux"])
+@pytest.mark.parametrize("order", ["original", "random"])
+def test_vertex_wcc_matches_scipy(name, order, work):
+    g, _ = graph(name, work)
+    store = vertex_store(name, order, work)
+    out = work / f"{name}.vwcc.{order}"
+    vrun("wcc", store, "--out", out, "--verify", "--policy", "highd")
+    _, vals = read_result(out)
+    got = np.array([int(x) for x in vals])
+    k, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
+    smallest = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, lab, g.ids)
+    assert np.array_equal(got, smallest[lab])
+
+
+def small_kron(work):
+    """Kronecker scale 9, duplicates dropped (networkx keeps one edge per pair)."""
+    src = work / "kron9.bin32"
+    outcore("generate", "kronecker", "--scale", 9, "--edge-factor", 8, "--seed", 4, "-o", src)
+    store = work / "kron9.store"
+    outcore("ingest", src, "-o", store, "--force", "--dedup", "--vertices", 512, "--order", "norder")
+    raw = np.fromfile(src, dtype=[("u", "<u4"), ("v", "<u4")])
+    G = nx.DiGraph()
+    G.add_nodes_from(range(512))
+    G.add_edges_from(zip(raw["u"].tolist(), raw["v"].tolist()))
+    return G, store
+
+
+def bc_values(out):
+    ids, vals = read_result(out)
+    return {int(i): float(x) for i, x in zip(ids, vals)}
+
+
+def test_vertex_bc_matches_networkx_exactly_on_a_small_graph(work):
+    G, store = small_kron(work)
+    out = work / "kron9.bc"
+    vrun("bc", store, "--sources", 1000, "--out", out, "--policy", "gvs", "--page-size", "512")
+    got = bc_values(out)
+    want = nx.betweenness_centrality(G, normalized=False)
+    assert set(got) == set(want)
+    for v in want:
+        assert abs(got[v] - want[v]) <= 1e-9 * max(1.0, abs(want[v])), v
+
+
+@pytest.mark.parametrize("name", ["facebook", "wiki"])
+def test_vertex_bc_from_sampled_sources_matches_networkx(name, work):
+    g, _ = graph(name, work)
+    store = vertex_store(name, "norder", work)
+    out, stats = work / f"{name}.vbc", work / f"{name}.vbc.json"
+    vrun("bc", store, "--sources", 12, "--seed", 3, "--out", out, "--stats", stats,
+         "--policy", "gvs", "--k", 10)
+    import json
+    sources = json.loads(stats.read_text())["sources"]
+    assert len(sources) == 12
+    G = nx.DiGraph()
+    G.add_nodes_from(int(x) for x in g.ids)
+    G.add_edges_from((int(g.ids[a]), int(g.ids[b])) for a, b in zip(g.u, g.v))
+    want = nx.betweenness_centrality_subset(G, sources=sources, targets=list(G), normalized=False)
+    got = bc_values(out)
+    for v in want:
+        assert abs(got[v] - want[v]) <= 1e-9 * max(1.0, abs(want[v])), v
+
+
+@pytest.mark.parametrize("name", ["kron9", "facebook"])
+def test_vertex_diam_is_bounded_by_the_exact_diameter(name, work):
+    if name == "kron9":
+        G, store = small_kron(work)
+        A = nx.to_scipy_sparse_array(G, nodelist=range(512), format="csr")
+        ids = np.arange(512)
+    else:
+        g, _ = graph(name, work)
+        store = vertex_store(name, "norder", work)
+        A, ids = g.matrix(), g.ids
+    stats = work / f"{name}.diam.json"
+    vrun("diam", store, "--rounds", 4, "--seed", 2, "--stats", stats, "--verify")
+    import json
+    st = json.loads(stats.read_text())
+    D = cg.shortest_path(A, unweighted=True)  # all-pairs BFS
+    exact = int(D[np.isfinite(D)].max())
+    eccs = []
+    for s in st["starts"]:
+        row = D[np.searchsorted(ids, s)]
+        eccs.append(int(row[np.isfinite(row)].max()))
+    assert st["diameter"] == max(eccs)
+    assert st["diameter"] <= exact
+    # each sweep starts at a farthest vertex of the one before
+    for a, b in zip(st["starts"], st["starts"][1:]):
+        assert D[np.searchsorted(ids, a), np.searchsorted(ids, b)] == eccs[st["starts"].index(a)]
+
+
 def test_output_formats_agree(work):
     g, store = graph("lux", work)
     root = g.ids[5]

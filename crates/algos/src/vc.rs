@@ -4,7 +4,7 @@
 //!
 //! - `bfs`: level-synchronous; the first vertex to reach `v` in a level is its parent.
 //! - `sssp`: Bellman-Ford relaxation of the vertices whose distance fell; distances
-//!   are `f32` sums, the least fixed point as in [`crate::sssp`]; negative weights
+//!   are `f32` sums (weight 1 per edge on an unweighted store), the least fixed point as in [`crate::sssp`]; negative weights
 //!   stop the run with the edge named.
 //! - `wcc`: label propagation of the smallest dense id over out-edges and, for
 //!   directed stores, in-edges (the store needs `--in-edges`).
@@ -64,7 +64,7 @@ impl VAlgo {
     pub fn needs_root(self) -> bool {
         matches!(self, VAlgo::Bfs | VAlgo::Sssp)
     }
-    /// Reads weights.
+    /// Reads weights (when the store has them; otherwise every edge weighs 1).
     pub fn weighted(self) -> bool {
         self == VAlgo::Sssp
     }
@@ -239,9 +239,12 @@ fn sssp(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
     while !frontier.is_empty() && !capped(p.iterations, it) {
         let mut next = FrontierBuilder::new(n);
         e.iterate(OUT, &frontier, |u, ts, ws| {
-            let ws = ws.expect("sssp reads weights");
             let du = dist[u as usize];
-            for (&v, &w) in ts.iter().zip(ws) {
+            // An unweighted store: every edge weighs 1, as on the streaming engine.
+            let ones = [1f32; 0];
+            let mut wi = ws.map(|w| w.iter()).unwrap_or(ones.iter());
+            for &v in ts {
+                let w = wi.next().copied().unwrap_or(1.0);
                 if w < 0.0 || w.is_nan() {
                     bad.get_or_insert((u, v, w));
                     continue;

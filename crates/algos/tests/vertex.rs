@@ -158,7 +158,7 @@ fn configs(store: &Store) -> Vec<(String, VertexConfig)> {
 
 fn engine(store: &Store, cfg: &VertexConfig, algo: VAlgo) -> VertexEngine {
     let mut cfg = cfg.clone();
-    cfg.weights = algo.weighted();
+    cfg.weights = algo.weighted() && store.weighted();
     cfg.in_edges = algo.needs_in_edges(store.manifest().directed);
     VertexEngine::new(store, cfg).unwrap()
 }
@@ -189,6 +189,16 @@ fn every_algorithm_matches_the_references_in_every_setting_and_order() {
                 let ctx = format!("{} {order} [{name}]", c.name);
                 for algo in VAlgo::ALL {
                     if algo == VAlgo::Sssp && !c.weighted {
+                        // Unweighted: every edge weighs 1, so distances are BFS depths.
+                        let mut e = engine(store, &cfg, algo);
+                        let r = vc::run(&mut e, algo, &params).unwrap();
+                        let Output::Sssp(a) = &r.run.output else {
+                            panic!()
+                        };
+                        for d in 0..n {
+                            let got = outcore_algos::sssp_entry(a[d]).map(|x| x.0 as u32);
+                            assert_eq!(got, want_bfs[user[d] as usize], "{ctx} sssp");
+                        }
                         continue;
                     }
                     let mut e = engine(store, &cfg, algo);

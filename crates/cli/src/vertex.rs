@@ -118,7 +118,8 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
             .with_context(|| format!("--root {r} is not a vertex of {}", a.store.display()))?,
         (false, _) => 0,
     };
-    let per_edge = if algo.weighted() { 8 } else { 4 };
+    let weights = algo.weighted() && store.weighted();
+    let per_edge = if weights { 8 } else { 4 };
     let csr = store.edges() * per_edge;
     let default_split = if v.policy.is_some() {
         "5%,20%"
@@ -173,7 +174,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
         max_request: v.max_request as usize,
         queue_depth: v.queue_depth,
         direct: !v.buffered,
-        weights: algo.weighted(),
+        weights,
         in_edges: algo.needs_in_edges(store.manifest().directed),
     };
     let mut engine = VertexEngine::new(&store, cfg)?;

@@ -215,7 +215,6 @@ fn bad_requests_get_clear_errors() {
         (vec!["diam", g, "--rounds", "0"], "--rounds"),
         (vec!["bc", g, "--verify"], "no independent check"),
         (vec!["wcc", s(&plain)], "--in-edges"),
-        (vec!["sssp", s(&plain), "--root", "0"], "no weights"),
     ];
     for (args, want) in cases {
         let mut a = vec!["run"];
