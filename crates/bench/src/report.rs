@@ -324,6 +324,7 @@ iterations as the engine counts them; *read* is what the engine read from the st
                     }
                 }
             }
+            vertex_table(&mut s, &g, store, scenario, &algos, &meta.baseline);
             let _ = writeln!(s);
         }
     }
@@ -334,6 +335,67 @@ iterations as the engine counts them; *read* is what the engine read from the st
         }
     }
     s
+}
+
+/// The vertex engine's own figures (runs whose `--stats` carry `page_hit_ratio`):
+/// medians of its algorithm time, pages read, requests, hit ratios and page
+/// utilization, and the baseline's time over each configuration's.
+fn vertex_table(
+    s: &mut String,
+    g: &Groups,
+    store: &str,
+    scenario: &str,
+    algos: &[String],
+    baseline: &str,
+) {
+    let num = |r: &RunRecord, k: &str| r.engine.as_ref()?.get(k)?.as_f64();
+    let has = algos.iter().any(|a| {
+        g.configs.iter().any(|c| {
+            g.runs(store, scenario, a, c)
+                .iter()
+                .any(|r| num(r, "page_hit_ratio").is_some())
+        })
+    });
+    if !has {
+        return;
+    }
+    let _ = writeln!(s, "\nVertex engine (medians over the ok runs; *algo s* excludes loading the static cache; *speed-up* is {baseline}'s algo s over the row's):\n");
+    let _ = writeln!(s, "| algorithm | config | algo s | speed-up | pages read | requests | page cache hits | static hits | page utilization | static lists |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    for a in algos {
+        let base = median(
+            g.runs(store, scenario, a, baseline)
+                .iter()
+                .filter(|r| r.ok())
+                .filter_map(|r| r.engine_seconds),
+        );
+        for c in &g.configs {
+            let runs: Vec<&RunRecord> = g
+                .runs(store, scenario, a, c)
+                .into_iter()
+                .filter(|r| r.ok() && num(r, "page_hit_ratio").is_some())
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let med = |k: &str| median(runs.iter().filter_map(|r| num(r, k)));
+            let secs_med = median(runs.iter().filter_map(|r| r.engine_seconds));
+            let pct = |x: Option<f64>| x.map_or("—".into(), |x| format!("{:.1}%", 100.0 * x));
+            let int = |x: Option<f64>| x.map_or("—".into(), |x| format!("{x:.0}"));
+            let _ = writeln!(
+                s,
+                "| {a} | {c} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                secs_med.map_or("—".into(), secs),
+                ratio(base, secs_med),
+                int(med("pages_read")),
+                int(med("requests")),
+                pct(med("page_hit_ratio")),
+                pct(med("static_hit_ratio")),
+                pct(med("page_utilization")),
+                int(med("static_vertices")),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@
 
 use crate::BenchError;
 use outcore_algos::jobs::JobSpec;
+use outcore_algos::vc::VAlgo;
 use outcore_algos::Algo;
 use outcore_io::parse_size;
 use serde::{Deserialize, Serialize};
@@ -309,19 +310,25 @@ impl Spec {
             None => self.configs[0].name.clone(),
         };
         let known = || {
-            Algo::ALL
-                .iter()
-                .map(|a| a.name())
-                .collect::<Vec<_>>()
-                .join(", ")
+            let mut k: Vec<&str> = Algo::ALL.iter().map(|a| a.name()).collect();
+            for a in VAlgo::ALL.map(|a| a.name()) {
+                if !k.contains(&a) {
+                    k.push(a);
+                }
+            }
+            k.join(", ")
         };
+        // (needs a root, reads weights) of a streaming or vertex-engine algorithm.
         let algo = |n: &str, ctx: &str| {
-            Algo::from_name(n).ok_or_else(|| {
-                bad(format!(
-                    "{ctx}: unknown algorithm {n:?} (known: {})",
-                    known()
-                ))
-            })
+            Algo::from_name(n)
+                .map(|a| (a.needs_root(), matches!(a, Algo::Sssp | Algo::Spmv)))
+                .or_else(|| VAlgo::from_name(n).map(|a| (a.needs_root(), a.weighted())))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{ctx}: unknown algorithm {n:?} (known: {})",
+                        known()
+                    ))
+                })
         };
         for a in &self.algorithms {
             match &a.jobs {
@@ -531,8 +538,8 @@ impl Spec {
                                         c.algorithms.get(&a.name).unwrap_or(&a.name).clone();
                                     let root =
                                         a.root.as_ref().and_then(|r| r.get(&st.name)).copied();
-                                    let al = algo(&runs_algo, "")?;
-                                    if al.needs_root() && root.is_none() {
+                                    let (needs_root, weighted) = algo(&runs_algo, "")?;
+                                    if needs_root && root.is_none() {
                                         return Err(bad(format!(
                                             "algorithm {} needs a root for store {} (root = ID or root = {{ {} = ID }})",
                                             a.name, st.name, st.name
@@ -547,7 +554,6 @@ impl Spec {
                                         args.extend(["--root".into(), r.to_string()]);
                                     }
                                     common(&mut args, memory, true);
-                                    let weighted = matches!(al, Algo::Sssp | Algo::Spmv);
                                     (
                                         runs_algo,
                                         root.into_iter().collect(),

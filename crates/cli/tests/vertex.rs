@@ -140,10 +140,10 @@ fn select_cache_saves_a_selection_that_runs_load() {
     assert!(err(&o).contains("saved gvs selection"), "{}", err(&o));
     let st: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let ve = &st["vertex_engine"];
+    let ve = &st["engine"];
     assert!(ve["static_vertices"].as_u64().unwrap() > 0, "{st}");
     assert_eq!(ve["pages_read"], 0, "all lists static: {st}");
-    assert_eq!(st["static_hit_ratio"], 1.0);
+    assert_eq!(ve["static_hit_ratio"], 1.0);
     // `info --verify` checks the saved selection; a damaged one is refused by runs.
     let o = run(&["info", s(&g)]);
     assert!(o.status.success(), "{}", err(&o));
