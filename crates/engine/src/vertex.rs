@@ -685,28 +685,44 @@ impl VertexEngine {
             ..Default::default()
         };
         let before = self.sides[OUT].targets.stats().snapshot().bytes_read;
+        // Spans of selected lists less than GAP bytes apart are read in one
+        // request (at most SPAN bytes), so loading costs about one sequential pass
+        // over the parts of the CSR that hold selected lists, not a read per list.
+        const GAP: u64 = 1 << 20;
+        const SPAN: u64 = 16 << 20;
         let mut k = 0;
         while k < chosen.len() {
-            // A run of consecutive vertices is one contiguous range of the CSR.
+            let a = side.offsets[chosen[k] as usize];
             let mut j = k + 1;
-            while j < chosen.len() && chosen[j] == chosen[j - 1] + 1 && j - k < 65536 {
+            while j < chosen.len() {
+                let prev_end = side.offsets[chosen[j - 1] as usize + 1];
+                let start = side.offsets[chosen[j] as usize];
+                let end = side.offsets[chosen[j] as usize + 1];
+                if (start - prev_end) * 4 > GAP || (end - a) * 4 > SPAN {
+                    break;
+                }
                 j += 1;
             }
-            let a = side.offsets[chosen[k] as usize];
             let b = side.offsets[chosen[j - 1] as usize + 1];
             let mut t = vec![0u32; (b - a) as usize];
             side.targets
                 .read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut t))?;
-            st.targets.extend_from_slice(&t);
+            let mut w = Vec::new();
             if let Some(wf) = &side.weights {
-                let mut w = vec![0f32; (b - a) as usize];
+                w = vec![0f32; (b - a) as usize];
                 wf.read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut w))?;
-                st.weights.extend_from_slice(&w);
             }
             for &v in &chosen[k..j] {
+                let (x, y) = (
+                    (side.offsets[v as usize] - a) as usize,
+                    (side.offsets[v as usize + 1] - a) as usize,
+                );
                 st.slot[v as usize] = (st.offs.len() - 1) as u32;
-                let d = side.offsets[v as usize + 1] - side.offsets[v as usize];
-                st.offs.push(st.offs.last().unwrap() + d);
+                st.targets.extend_from_slice(&t[x..y]);
+                if side.weights.is_some() {
+                    st.weights.extend_from_slice(&w[x..y]);
+                }
+                st.offs.push(st.targets.len() as u64);
             }
             k = j;
         }

@@ -236,6 +236,29 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
     let mut round = vec![0u32; n];
     let mut tt = vec![0f64; n];
     // Adds sign x v's contributions; `excluded(u)` says u is in the cache.
+    // Adds sign x the contributions of one page group of v's list (`list[i..j]`,
+    // the out-neighbours whose lists start on one page); `excluded(u)`: u is cached.
+    let group = |list: &[u32],
+                 sign: f64,
+                 tt: &mut [f64],
+                 excluded: &dyn Fn(u32) -> bool,
+                 touched: &mut Vec<u32>| {
+        let live = |u: u32| !excluded(u) && dout[u as usize] > 0;
+        let t: u64 = list
+            .iter()
+            .filter(|&&u| live(u))
+            .map(|&u| dout[u as usize] as u64)
+            .sum();
+        if t == 0 {
+            return;
+        }
+        let ru = r[page_of(list[0] as usize) as usize].max(1) as f64;
+        for &u in list.iter().filter(|&&u| live(u)) {
+            tt[u as usize] += sign / (ru * t as f64 * din[u as usize].max(1) as f64);
+            touched.push(u);
+        }
+    };
+    // All groups of v's list (sorted by target, so pages ascend).
     let contrib = |v: usize,
                    sign: f64,
                    tt: &mut [f64],
@@ -245,25 +268,8 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
         let mut i = 0;
         while i < list.len() {
             let pg = page_of(list[i] as usize);
-            let mut j = i;
-            let mut t = 0u64;
-            while j < list.len() && page_of(list[j] as usize) == pg {
-                let u = list[j];
-                if !excluded(u) && dout[u as usize] > 0 {
-                    t += dout[u as usize] as u64;
-                }
-                j += 1;
-            }
-            if t > 0 {
-                for &u in &list[i..j] {
-                    if excluded(u) || dout[u as usize] == 0 {
-                        continue;
-                    }
-                    let ru = r[pg as usize].max(1) as f64;
-                    tt[u as usize] += sign / (ru * t as f64 * din[u as usize].max(1) as f64);
-                    touched.push(u);
-                }
-            }
+            let j = i + list[i..].partition_point(|&u| page_of(u as usize) == pg);
+            group(&list[i..j], sign, tt, excluded, touched);
             i = j;
         }
     };
@@ -278,7 +284,6 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
         .collect();
     let mut chosen = Vec::new();
     let mut used = 0u64;
-    let mut seen_v = vec![0u32; n];
     for k in 1..=k_rounds {
         let target = m * k as u64 / k_rounds as u64;
         let mut now = Vec::new();
@@ -300,20 +305,28 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
         if k == k_rounds || now.is_empty() {
             continue;
         }
-        // Recompute only the in-neighbours of the vertices selected this round.
+        // Recompute only what this round changed (§3.2): for each in-neighbour v
+        // of a newly selected s, the one group of v's list on s's page.
         touched.clear();
+        let mut pairs: Vec<(u32, u64)> = Vec::new();
         for &s in &now {
+            let pg = page_of(s as usize);
             for &v in &in_src[in_off[s as usize] as usize..in_off[s as usize + 1] as usize] {
-                if seen_v[v as usize] == k {
-                    continue;
-                }
-                seen_v[v as usize] = k;
-                let before = |u: u32| sel[u as usize] && round[u as usize] != k;
-                let after = |u: u32| sel[u as usize];
-                let mut ignore = Vec::new();
-                contrib(v as usize, -1.0, &mut tt, &before, &mut ignore);
-                contrib(v as usize, 1.0, &mut tt, &after, &mut touched);
+                pairs.push((v, pg));
             }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let before = |u: u32| sel[u as usize] && round[u as usize] != k;
+        let after = |u: u32| sel[u as usize];
+        let mut ignore = Vec::new();
+        for &(v, pg) in &pairs {
+            let list = &targets[offsets[v as usize] as usize..offsets[v as usize + 1] as usize];
+            let a = list.partition_point(|&u| page_of(u as usize) < pg);
+            let b = a + list[a..].partition_point(|&u| page_of(u as usize) == pg);
+            group(&list[a..b], -1.0, &mut tt, &before, &mut ignore);
+            ignore.clear();
+            group(&list[a..b], 1.0, &mut tt, &after, &mut touched);
         }
         touched.sort_unstable();
         touched.dedup();
