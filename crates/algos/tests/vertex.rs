@@ -443,3 +443,54 @@ fn gvs_fills_the_budget_and_saved_selections_round_trip() {
         "{err}"
     );
 }
+
+#[test]
+fn bfs_sssp_and_wcc_agree_with_the_streaming_engine() {
+    use outcore_engine::{StreamConfig, StreamEngine};
+    let dir = tempfile::tempdir().unwrap();
+    for c in cases() {
+        let (stores, _) = build(dir.path(), &c);
+        let store = &stores[0].1;
+        let cfg = VertexConfig {
+            page_size: 2048,
+            page_cache: 16 << 10,
+            ..Default::default()
+        };
+        for (va, sa) in [
+            (VAlgo::Bfs, Algo::Bfs),
+            (VAlgo::Sssp, Algo::Sssp),
+            (VAlgo::Wcc, Algo::Wcc),
+        ] {
+            let p = Params {
+                root: 1,
+                ..Default::default()
+            };
+            let mut se = StreamEngine::new(store, StreamConfig::default()).unwrap();
+            let s = outcore_algos::run(&mut se, sa, &p).unwrap();
+            let mut e = engine(store, &cfg, va);
+            let v = vc::run(
+                &mut e,
+                va,
+                &VParams {
+                    root: 1,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let ctx = format!("{} {}", c.name, va.name());
+            match (&s.output, &v.run.output) {
+                (Output::Bfs(a), Output::Bfs(b)) => {
+                    let d = |x: &u64| outcore_algos::bfs_entry(*x).map(|t| t.0);
+                    assert!(a.iter().map(d).eq(b.iter().map(d)), "{ctx}");
+                }
+                (Output::Sssp(a), Output::Sssp(b)) => {
+                    let d = |x: &u64| outcore_algos::sssp_entry(*x).map(|t| t.0);
+                    assert!(a.iter().map(d).eq(b.iter().map(d)), "{ctx}");
+                }
+                // Both name a component by its smallest dense id.
+                (Output::Labels(a), Output::Labels(b)) => assert_eq!(&a[..], &b[..], "{ctx}"),
+                _ => panic!("{ctx}: different kinds of output"),
+            }
+        }
+    }
+}
