@@ -177,16 +177,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     let store = Store::open_with(&a.store, ReadMode::Buffered, stats.clone())
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = store.id_map()?;
-    let root = match (algo.needs_root(), a.root) {
-        (true, None) => bail!(
-            "{} needs --root ID (a vertex id as in the input)",
-            algo.name()
-        ),
-        (true, Some(r)) => ids
-            .to_dense(r)
-            .with_context(|| format!("--root {r} is not a vertex of {}", a.store.display()))?,
-        (false, _) => 0,
-    };
+    let root = resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
     let cfg = StreamConfig {
         memory: a.memory,
         threads: a.threads.unwrap_or(0),
@@ -273,6 +264,23 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         peak.map_or(String::new(), |p| format!(", peak memory {}", format_bytes(p)))
     );
     Ok(())
+}
+
+/// The dense id of `--root` (0 when the algorithm takes none).
+pub(crate) fn resolve_root(
+    name: &str,
+    needs: bool,
+    root: Option<u64>,
+    ids: &IdMap,
+    store: &Path,
+) -> Result<u32> {
+    match (needs, root) {
+        (true, None) => bail!("{name} needs --root ID (a vertex id as in the input)"),
+        (true, Some(r)) => ids
+            .to_dense(r)
+            .with_context(|| format!("--root {r} is not a vertex of {}", store.display())),
+        (false, _) => Ok(0),
+    }
 }
 
 /// Bytes this process read and wrote from storage, from /proc/self/io.

@@ -108,16 +108,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
     let store = Store::open_with(&a.store, ReadMode::Buffered, stats.clone())
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = store.id_map()?;
-    let root = match (algo.needs_root(), a.root) {
-        (true, None) => bail!(
-            "{} needs --root ID (a vertex id as in the input)",
-            algo.name()
-        ),
-        (true, Some(r)) => ids
-            .to_dense(r)
-            .with_context(|| format!("--root {r} is not a vertex of {}", a.store.display()))?,
-        (false, _) => 0,
-    };
+    let root = crate::run::resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
     let weights = algo.weighted() && store.weighted();
     let per_edge = if weights { 8 } else { 4 };
     let csr = store.edges() * per_edge;

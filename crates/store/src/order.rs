@@ -12,12 +12,11 @@
 //! the new `idmap` names every vertex by its user id, so results are still reported
 //! in the user's ids. The permutation is computed with the out-CSR memory-mapped.
 
-use crate::error::{corrupt, Result, StoreError};
-use crate::format::{FileKind, LayoutFile, HEADER_LEN};
+use crate::error::{Result, StoreError};
+use crate::format::HEADER_LEN;
 use crate::ingest::{IngestObserver, IngestOptions, IngestReport};
 use crate::manifest::OrderRecord;
 use crate::reader::Store;
-use outcore_io::{IoStats, ReadMode};
 use std::path::Path;
 use std::time::Instant;
 
@@ -57,11 +56,7 @@ pub fn permutation(store: &Store, order: Order, seed: u64) -> Result<Vec<u32>> {
         Order::Random => {
             let mut s = seed ^ 0x2545_F491_4F6C_DD1D;
             for i in (1..n).rev() {
-                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
+                let z = crate::select::splitmix(&mut s);
                 old_by_new.swap(i, (z % (i as u64 + 1)) as usize);
             }
         }
@@ -73,19 +68,7 @@ pub fn permutation(store: &Store, order: Order, seed: u64) -> Result<Vec<u32>> {
             let din = store.degrees("in")?;
             let mut seeds = old_by_new.clone();
             seeds.sort_by_key(|&v| (std::cmp::Reverse(din[v as usize]), v));
-            let offsets: Vec<u64> = store
-                .layout("csr.out.offsets", FileKind::CsrOffsets)?
-                .read_all()?;
-            let rec = store.manifest().file("csr.out.targets").ok_or_else(|| {
-                corrupt(store.dir().join("csr.out.targets"), "not in the manifest")
-            })?;
-            let lf = LayoutFile::open(
-                store.dir(),
-                rec,
-                FileKind::CsrTargets,
-                ReadMode::Mmap,
-                IoStats::new(),
-            )?;
+            let (offsets, lf) = crate::select::mapped_out_csr(store)?;
             let len = (lf.file.len() - HEADER_LEN) as usize;
             let targets: &[u32] =
                 bytemuck::cast_slice(lf.file.mapped(HEADER_LEN, len)?.unwrap_or(&[]));

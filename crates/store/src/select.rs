@@ -147,7 +147,8 @@ pub fn select(store: &Store, opts: &SelectOptions) -> Result<Selection> {
     })
 }
 
-fn splitmix(s: &mut u64) -> u64 {
+/// SplitMix64: the next value of the sequence seeded by `s`.
+pub(crate) fn splitmix(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -182,9 +183,9 @@ impl Ord for Cand {
     }
 }
 
-/// Greedy Vertex Selection (Algorithm 1) with incremental recomputation.
-fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<Vec<u32>> {
-    let n = dout.len();
+/// The out-CSR offsets and its targets file opened memory-mapped (the offline
+/// passes of GVS and Norder read lists at random); checks that they agree.
+pub(crate) fn mapped_out_csr(store: &Store) -> Result<(Vec<u64>, LayoutFile)> {
     let offsets: Vec<u64> = store
         .layout("csr.out.offsets", FileKind::CsrOffsets)?
         .read_all()?;
@@ -199,12 +200,19 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
         ReadMode::Mmap,
         IoStats::new(),
     )?;
+    if (lf.file.len() - HEADER_LEN) / 4 != *offsets.last().unwrap_or(&0) {
+        return Err(corrupt(lf.file.path(), "offsets do not match the targets"));
+    }
+    Ok((offsets, lf))
+}
+
+/// Greedy Vertex Selection (Algorithm 1) with incremental recomputation.
+fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<Vec<u32>> {
+    let n = dout.len();
+    let (offsets, lf) = mapped_out_csr(store)?;
     let len = (lf.file.len() - HEADER_LEN) as usize;
     let bytes = lf.file.mapped(HEADER_LEN, len)?.unwrap_or(&[]);
     let targets: &[u32] = bytemuck::cast_slice(bytes);
-    if targets.len() as u64 != *offsets.last().unwrap_or(&0) {
-        return Err(corrupt(lf.file.path(), "offsets do not match the targets"));
-    }
     let din = store.degrees("in")?;
     // Page of each vertex's list start, and edge lists starting per page.
     let page_of = |u: usize| offsets[u] * 4 / page;
