@@ -249,3 +249,27 @@ fn bad_requests_get_clear_errors() {
     assert!(!o.status.success());
     assert!(err(&o).contains("--size"), "{}", err(&o));
 }
+
+#[test]
+fn a_damaged_edge_page_is_reported_not_used() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path(), &[]);
+    // The first target of the CSR (payload after the 4096-byte header) becomes
+    // 0xFFFFFFFF, a vertex that does not exist; headers and lengths stay valid.
+    let f = g.join("csr.out.targets");
+    let mut b = std::fs::read(&f).unwrap();
+    b[4096..4100].copy_from_slice(&[0xFF; 4]);
+    std::fs::write(&f, b).unwrap();
+    for extra in [vec![], vec!["--policy", "lowd", "--cache-split", "0,100%"]] {
+        let mut a = vec!["run", "wcc", s(&g), "--engine", "vertex"];
+        a.extend_from_slice(&extra);
+        let o = run(&a);
+        assert!(!o.status.success(), "{extra:?}");
+        let e = err(&o);
+        assert!(
+            e.contains("csr.out.targets") && e.contains("damaged") && e.contains("4294967295"),
+            "{extra:?}: {e}"
+        );
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}

@@ -400,6 +400,19 @@ impl PageCache {
     }
 }
 
+/// Fails when a target read from `file` at payload byte `at` is not a vertex.
+fn check_targets(t: &[u32], n: usize, file: &InFile, at: u64) -> Result<()> {
+    match t.iter().position(|&v| v as usize >= n) {
+        None => Ok(()),
+        Some(k) => Err(EngineError::Invalid(format!(
+            "{}: damaged: edge target {} at payload byte {} is not one of the {n} vertices (`outcore info` checks every checksum)",
+            file.path().display(),
+            t[k],
+            at + 4 * k as u64
+        ))),
+    }
+}
+
 /// Sets the bits of the 64-byte units overlapping bytes `a..b`.
 fn mark(bits: &mut [u64], a: usize, b: usize) {
     if a >= b {
@@ -679,6 +692,7 @@ impl VertexEngine {
             return Ok(());
         }
         chosen.sort_unstable();
+        let n = self.n;
         let mut st = StaticCache {
             slot: vec![u32::MAX; self.n],
             offs: vec![0],
@@ -707,6 +721,7 @@ impl VertexEngine {
             let mut t = vec![0u32; (b - a) as usize];
             side.targets
                 .read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut t))?;
+            check_targets(&t, n, &side.targets, a * 4)?;
             let mut w = Vec::new();
             if let Some(wf) = &side.weights {
                 w = vec![0f32; (b - a) as usize];
@@ -945,6 +960,9 @@ impl VertexEngine {
             let tb = &r.tbuf.as_slice()[..got];
             let wb = r.wbuf.as_ref().map(|w| &w.as_slice()[..got]);
             let base = r.first * (p as u64 / 4);
+            // Pages are not checksummed one by one: a target outside the graph
+            // means a damaged file, reported instead of used.
+            check_targets(bytemuck::cast_slice(tb), self.n, &side.targets, start)?;
             for &(u, a, b) in &r.segs {
                 let (x, y) = ((a - base) as usize * 4, (b - base) as usize * 4);
                 let t: &[u32] = bytemuck::cast_slice(&tb[x..y]);
