@@ -84,10 +84,10 @@ pub struct VParams {
     pub sources: u32,
     /// A cap on iterations (levels) per search.
     pub iterations: Option<u64>,
-    /// Dense ids in ascending user-id order, for a relabelled store
-    /// ([`outcore_store::IdMap::user_order`]): sampling and tie-breaks then follow
-    /// the user's ids, so answers do not depend on the vertex order.
-    pub user_order: Option<Vec<u32>>,
+    /// For a relabelled store, each dense id's rank in ascending user-id order
+    /// ([`user_ranks`] of [`outcore_store::IdMap::user_order`]): sampling and
+    /// tie-breaks then follow the user's ids, so answers do not depend on the order.
+    pub user_rank: Option<Vec<u32>>,
 }
 
 impl Default for VParams {
@@ -98,7 +98,7 @@ impl Default for VParams {
             rounds: 2,
             sources: 128,
             iterations: None,
-            user_order: None,
+            user_rank: None,
         }
     }
 }
@@ -163,20 +163,17 @@ pub fn run(e: &mut VertexEngine, algo: VAlgo, p: &VParams) -> Result<VRun> {
     }
 }
 
-fn ranks(p: &VParams, n: usize) -> Option<Vec<u32>> {
-    p.user_order.as_ref().map(|o| {
-        let mut r = vec![0u32; n];
-        for (k, &v) in o.iter().enumerate() {
-            r[v as usize] = k as u32;
-        }
-        r
-    })
+/// Each dense id's position in `order` (dense ids by ascending user id).
+pub fn user_ranks(order: &[u32]) -> Vec<u32> {
+    let mut r = vec![0u32; order.len()];
+    for (k, &v) in order.iter().enumerate() {
+        r[v as usize] = k as u32;
+    }
+    r
 }
 
 fn vec_array<T: bytemuck::Pod + Send + Sync>(v: Vec<T>) -> VertexArray<T> {
-    let mut a = VertexArray::in_memory(v.len(), T::zeroed());
-    a.copy_from_slice(&v);
-    a
+    VertexArray::from_vec(v)
 }
 
 fn capped(cap: Option<u64>, it: u64) -> bool {
@@ -331,8 +328,19 @@ fn wcc(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
 /// `k` vertices sampled by a seeded shuffle of the user-order ranks `0..n`.
 pub fn sample_vertices(n: usize, k: u32, p: &VParams) -> Vec<u32> {
     let r = sample(n, k, p.seed);
-    match &p.user_order {
-        Some(order) => r.iter().map(|&x| order[x as usize]).collect(),
+    match &p.user_rank {
+        Some(rank) => {
+            // The vertices holding the sampled ranks, in the order sampled.
+            let pos: std::collections::HashMap<u32, usize> =
+                r.iter().enumerate().map(|(i, &x)| (x, i)).collect();
+            let mut out = vec![0u32; r.len()];
+            for (v, x) in rank.iter().enumerate() {
+                if let Some(&i) = pos.get(x) {
+                    out[i] = v as u32;
+                }
+            }
+            out
+        }
         None => r,
     }
 }
@@ -361,14 +369,15 @@ fn diam(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
         return Err(AlgoError::Invalid("diam needs at least one vertex".into()));
     }
     let mut start = sample_vertices(n, 1, p)[0];
-    let rank = ranks(p, n);
     let mut best = 0u32;
     let mut starts = Vec::new();
     let mut its = 0;
     let mut last = Vec::new();
     for _ in 0..p.rounds {
         starts.push(start);
-        let (out, it, far) = bfs(e, start, p.iterations, rank.as_deref())?;
+        // Only the last sweep's tree is returned: free the previous one first.
+        drop(std::mem::take(&mut last));
+        let (out, it, far) = bfs(e, start, p.iterations, p.user_rank.as_deref())?;
         its += it;
         let depth = (out[far as usize] >> 32) as u32;
         best = best.max(depth);

@@ -180,7 +180,7 @@ fn every_algorithm_matches_the_references_in_every_setting_and_order() {
                 sources: 40,
                 seed: 9,
                 rounds: 3,
-                user_order: ids.user_order().map(|o| o.to_vec()),
+                user_rank: ids.user_order().map(vc::user_ranks),
                 ..Default::default()
             };
             let want_bfs = reference::bfs(&g, 1);
@@ -323,7 +323,7 @@ fn sampled_sources_and_diameter_starts_follow_user_ids_not_the_order() {
         let p = VParams {
             sources: 10,
             rounds: 2,
-            user_order: ids.user_order().map(|o| o.to_vec()),
+            user_rank: ids.user_order().map(vc::user_ranks),
             ..Default::default()
         };
         let cfg = VertexConfig::default();

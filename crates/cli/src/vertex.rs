@@ -188,7 +188,10 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
         rounds: v.rounds,
         sources: v.sources,
         iterations: a.iterations,
-        user_order: ids.user_order().map(|o| o.to_vec()),
+        // Only sampling and tie-breaks use it (diam, bc, apsp).
+        user_rank: matches!(algo, VAlgo::Diam | VAlgo::Bc | VAlgo::Apsp)
+            .then(|| ids.user_order().map(vc::user_ranks))
+            .flatten(),
     };
     let t_algo = Instant::now();
     let r = vc::run(&mut engine, algo, &params)?;

@@ -198,11 +198,53 @@ impl Frontier {
             }
         }
     }
+    /// The active vertices in ascending order.
+    pub fn iter(&self) -> FrontierIter<'_> {
+        FrontierIter {
+            f: self,
+            pos: 0,
+            bits: match self {
+                Frontier::Dense(b, _) => b.first().copied().unwrap_or(0),
+                Frontier::Sparse(_) => 0,
+            },
+        }
+    }
     /// The active vertices as a sorted list.
     pub fn to_vec(&self) -> Vec<u32> {
         let mut out = Vec::with_capacity(self.len());
         self.for_each(|v| out.push(v));
         out
+    }
+}
+
+/// Ascending iteration over a [`Frontier`] without copying it.
+pub struct FrontierIter<'a> {
+    f: &'a Frontier,
+    /// Sparse: the next index; dense: the current word.
+    pos: usize,
+    /// Dense: the current word's bits not yet returned.
+    bits: u64,
+}
+
+impl Iterator for FrontierIter<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        match self.f {
+            Frontier::Sparse(v) => {
+                let x = v.get(self.pos).copied();
+                self.pos += 1;
+                x
+            }
+            Frontier::Dense(b, _) => loop {
+                if self.bits != 0 {
+                    let t = self.bits.trailing_zeros();
+                    self.bits &= self.bits - 1;
+                    return Some((self.pos * 64) as u32 + t);
+                }
+                self.pos += 1;
+                self.bits = *b.get(self.pos)?;
+            },
+        }
     }
 }
 
@@ -667,7 +709,8 @@ impl VertexEngine {
         let mut chosen = Vec::new();
         let mut bytes = 0u64;
         let mut seen = vec![false; self.n];
-        for &v in &self.cfg.selection {
+        let selection = std::mem::take(&mut self.cfg.selection);
+        for &v in &selection {
             if v as usize >= self.n {
                 return Err(EngineError::Invalid(format!(
                     "the cache selection names vertex {v}, but the store has {} vertices",
@@ -693,17 +736,22 @@ impl VertexEngine {
         }
         chosen.sort_unstable();
         let n = self.n;
+        // Sized exactly: the static cache is most of the memory a run may use.
+        let total = (bytes / per_edge) as usize;
+        let mut offs = Vec::with_capacity(chosen.len() + 1);
+        offs.push(0);
         let mut st = StaticCache {
             slot: vec![u32::MAX; self.n],
-            offs: vec![0],
-            ..Default::default()
+            offs,
+            targets: Vec::with_capacity(total),
+            weights: Vec::with_capacity(if self.weighted { total } else { 0 }),
         };
         let before = self.sides[OUT].targets.stats().snapshot().bytes_read;
         // Spans of selected lists less than GAP bytes apart are read in one
         // request (at most SPAN bytes), so loading costs about one sequential pass
         // over the parts of the CSR that hold selected lists, not a read per list.
         const GAP: u64 = 1 << 20;
-        const SPAN: u64 = 16 << 20;
+        const SPAN: u64 = 4 << 20;
         let mut k = 0;
         while k < chosen.len() {
             let a = side.offsets[chosen[k] as usize];
@@ -778,15 +826,7 @@ impl VertexEngine {
         let mut err: Option<EngineError> = None;
         let static_ok = dir == OUT && !self.stat.slot.is_empty();
         // Walk the active vertices in ascending order; gather segments per page.
-        let list: Vec<u32>;
-        let ids: &[u32] = match active {
-            Frontier::Sparse(v) => v,
-            Frontier::Dense(..) => {
-                list = active.to_vec();
-                &list
-            }
-        };
-        for &u in ids {
+        for u in active.iter() {
             if err.is_some() {
                 break;
             }

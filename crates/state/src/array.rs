@@ -54,6 +54,15 @@ impl<T: bytemuck::Pod + Send + Sync> VertexArray<T> {
         }
     }
 
+    /// An in-memory array taking over `v` (no copy).
+    pub fn from_vec(v: Vec<T>) -> VertexArray<T> {
+        VertexArray {
+            len: v.len(),
+            storage: Storage::Memory(v),
+            backing: Backing::Memory,
+        }
+    }
+
     /// An array mapped from a new file in `dir`, filled with `init`.
     pub fn mapped(dir: &Path, name: &str, len: usize, init: T) -> Result<VertexArray<T>, IoError> {
         let path = dir.join(format!(".outcore-{name}-{}.vertices", std::process::id()));
