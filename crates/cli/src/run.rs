@@ -16,14 +16,16 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Algorithm: bfs, sssp, wcc, wcc-lp, mis, mis-luby, pagerank, pagerank-delta, spmv.
+    /// Algorithm: bfs, sssp, wcc, wcc-lp, mis, mis-luby, pagerank, pagerank-delta, spmv;
+    /// with `--engine vertex`: bfs, sssp, wcc, diam, bc, apsp.
     pub algo: String,
     /// The store directory.
     pub store: PathBuf,
     /// Start vertex of bfs and sssp, in the user's ids.
     #[arg(long)]
     pub root: Option<u64>,
-    /// Memory budget (vertex arrays, block ring, bitmaps), e.g. 512M, 4G.
+    /// Memory budget of the streaming engine (vertex arrays, block ring, bitmaps),
+    /// e.g. 512M, 4G. The vertex engine sizes its caches by --cache-split instead.
     #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
     pub memory: u64,
     /// Worker threads (default: one per core).
@@ -41,7 +43,7 @@ pub struct RunArgs {
     /// PageRank damping factor.
     #[arg(long, default_value_t = 0.85)]
     pub damping: f64,
-    /// Seed of randomized algorithms (mis-luby).
+    /// Seed of randomized algorithms (mis-luby; diam's start, bc and apsp sources).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// bfs and sssp: also write each vertex's parent in the tree.
