@@ -494,3 +494,47 @@ fn bfs_sssp_and_wcc_agree_with_the_streaming_engine() {
         }
     }
 }
+
+#[test]
+fn bc_and_apsp_verifiers_accept_the_engine_and_catch_a_wrong_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = &cases()[0];
+    let (stores, _) = build(dir.path(), c);
+    let store = &stores[2].1; // norder: relabelled
+    let name = |v: u32| v as u64;
+    let p = VParams {
+        sources: 9,
+        ..Default::default()
+    };
+    let cfg = VertexConfig::default();
+    let mut e = engine(store, &cfg, VAlgo::Bc);
+    let r = vc::run(&mut e, VAlgo::Bc, &p).unwrap();
+    let Output::Values(x) = &r.run.output else {
+        panic!()
+    };
+    let mut x = x.to_vec();
+    outcore_algos::verify::verify_bc(store, &r.extra.sources, &x, &name).unwrap();
+    let k = (0..x.len()).max_by(|&a, &b| x[a].total_cmp(&x[b])).unwrap();
+    x[k] *= 1.001;
+    let err = outcore_algos::verify::verify_bc(store, &r.extra.sources, &x, &name)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("serial Brandes"), "{err}");
+    let mut e = engine(store, &cfg, VAlgo::Apsp);
+    let r = vc::run(&mut e, VAlgo::Apsp, &p).unwrap();
+    let Output::Values(x) = &r.run.output else {
+        panic!()
+    };
+    let x = x.to_vec();
+    let ex = &r.extra;
+    outcore_algos::verify::verify_apsp(store, &ex.sources, &ex.reach, &ex.eccentricity, &x, &name)
+        .unwrap();
+    let mut ecc = ex.eccentricity.clone();
+    ecc[0] += 1;
+    let err = outcore_algos::verify::verify_apsp(store, &ex.sources, &ex.reach, &ecc, &x, &name)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("eccentricity"), "{err}");
+}

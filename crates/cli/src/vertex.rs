@@ -218,10 +218,24 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
                 };
                 verify(&store, Algo::Bfs, &p, &r.run.output)?
             }
-            VAlgo::Bc | VAlgo::Apsp => bail!(
-                "--verify has no independent check for {} here; the test suite checks it against networkx and an in-memory Brandes/BFS",
-                algo.name()
-            ),
+            VAlgo::Bc | VAlgo::Apsp => {
+                let Output::Values(x) = &r.run.output else {
+                    bail!("{} returned no values", algo.name())
+                };
+                let name = |d: u32| ids.to_user(d);
+                if algo == VAlgo::Bc {
+                    outcore_algos::verify::verify_bc(&store, &r.extra.sources, x, &name)?
+                } else {
+                    outcore_algos::verify::verify_apsp(
+                        &store,
+                        &r.extra.sources,
+                        &r.extra.reach,
+                        &r.extra.eccentricity,
+                        x,
+                        &name,
+                    )?
+                }
+            }
         };
         eprintln!("verify: {msg} ({:.2}s)", t.elapsed().as_secs_f64());
         Some(msg)
