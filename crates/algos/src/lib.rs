@@ -175,6 +175,14 @@ pub fn run(e: &mut outcore_engine::StreamEngine, algo: Algo, p: &Params) -> Resu
     }
 }
 
+/// SplitMix64's output function of `z` (its next value from state `z`).
+pub(crate) fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// Stops a run whose iteration cap was reached before convergence.
 pub(crate) fn cap_reached(p: &Params, it: u64) -> bool {
     p.iterations.is_some_and(|k| it >= k)

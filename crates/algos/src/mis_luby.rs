@@ -9,20 +9,13 @@
 //! only on the seed, the round and the id, so the set is the same for any thread
 //! count, partitioning or block order. Edge direction and self-loops are ignored.
 
-use crate::{Output, Params, Result, Run};
+use crate::{mix64, Output, Params, Result, Run};
 use outcore_engine::{Mode, StreamEngine};
 use std::sync::atomic::Ordering::Relaxed;
 
 const UNDECIDED: u32 = 0;
 const IN: u32 = 1;
 const OUT: u32 = 2;
-
-fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 fn priority(seed: u64, round: u64, v: u32) -> u64 {
     (mix64(seed ^ mix64(round ^ mix64(v as u64))) & !0xFFFF_FFFF) | v as u64

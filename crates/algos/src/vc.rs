@@ -148,7 +148,7 @@ pub fn run(e: &mut VertexEngine, algo: VAlgo, p: &VParams) -> Result<VRun> {
                 .unwrap_or(0);
             Ok(VRun {
                 run: Run {
-                    output: Output::Bfs(vec_array(out)),
+                    output: Output::Bfs(VertexArray::from_vec(out)),
                     iterations: it,
                     summary: format!("{reached} vertices reached, depth {depth}"),
                 },
@@ -170,10 +170,6 @@ pub fn user_ranks(order: &[u32]) -> Vec<u32> {
         r[v as usize] = k as u32;
     }
     r
-}
-
-fn vec_array<T: bytemuck::Pod + Send + Sync>(v: Vec<T>) -> VertexArray<T> {
-    VertexArray::from_vec(v)
 }
 
 fn capped(cap: Option<u64>, it: u64) -> bool {
@@ -278,7 +274,7 @@ fn sssp(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
         .fold(0f32, |a, &b| a.max(b));
     Ok(VRun {
         run: Run {
-            output: Output::Sssp(vec_array(out)),
+            output: Output::Sssp(VertexArray::from_vec(out)),
             iterations: it,
             summary: format!("{reached} vertices reached, largest distance {far}"),
         },
@@ -317,7 +313,7 @@ fn wcc(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
         .count();
     Ok(VRun {
         run: Run {
-            output: Output::Labels(vec_array(label)),
+            output: Output::Labels(VertexArray::from_vec(label)),
             iterations: it,
             summary: format!("{comps} components"),
         },
@@ -351,11 +347,8 @@ pub fn sample(n: usize, k: u32, seed: u64) -> Vec<u32> {
     let mut s = seed ^ 0xA076_1D64_78BD_642F;
     let k = (k as usize).min(n);
     for i in 0..k {
+        let z = crate::mix64(s);
         s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
         let j = i + (z % (n - i) as u64) as usize;
         v.swap(i, j);
     }
@@ -386,7 +379,7 @@ fn diam(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
     }
     Ok(VRun {
         run: Run {
-            output: Output::Bfs(vec_array(last)),
+            output: Output::Bfs(VertexArray::from_vec(last)),
             iterations: its,
             summary: format!(
                 "diameter >= {best} ({} BFS from vertex {} on)",
@@ -464,16 +457,17 @@ fn bc(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
         }
     }
     let top = (0..n).max_by(|&a, &b| bc[a].total_cmp(&bc[b]).then(b.cmp(&a)));
+    let summary = format!(
+        "{} sources, highest centrality {:.6} (vertex {})",
+        sources.len(),
+        top.map_or(0.0, |t| bc[t]),
+        top.unwrap_or(0)
+    );
     Ok(VRun {
         run: Run {
-            output: Output::Values(vec_array(bc.clone())),
+            output: Output::Values(VertexArray::from_vec(bc)),
             iterations: its,
-            summary: format!(
-                "{} sources, highest centrality {:.6} (vertex {})",
-                sources.len(),
-                top.map_or(0.0, |t| bc[t]),
-                top.unwrap_or(0)
-            ),
+            summary,
         },
         extra: VExtra {
             sources,
@@ -540,7 +534,7 @@ fn apsp(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
     let pairs: u64 = reach.iter().sum();
     Ok(VRun {
         run: Run {
-            output: Output::Values(vec_array(sum)),
+            output: Output::Values(VertexArray::from_vec(sum)),
             iterations: its,
             summary: format!(
                 "{} sources, {pairs} reachable pairs, largest eccentricity {}",

@@ -183,20 +183,8 @@ impl Frontier {
         }
     }
     /// Calls `f` on each active vertex in ascending order.
-    pub fn for_each(&self, mut f: impl FnMut(u32)) {
-        match self {
-            Frontier::Sparse(v) => v.iter().for_each(|&x| f(x)),
-            Frontier::Dense(b, _) => {
-                for (w, &bits) in b.iter().enumerate() {
-                    let mut x = bits;
-                    while x != 0 {
-                        let t = x.trailing_zeros();
-                        f((w * 64) as u32 + t);
-                        x &= x - 1;
-                    }
-                }
-            }
-        }
+    pub fn for_each(&self, f: impl FnMut(u32)) {
+        self.iter().for_each(f)
     }
     /// The active vertices in ascending order.
     pub fn iter(&self) -> FrontierIter<'_> {
@@ -211,9 +199,7 @@ impl Frontier {
     }
     /// The active vertices as a sorted list.
     pub fn to_vec(&self) -> Vec<u32> {
-        let mut out = Vec::with_capacity(self.len());
-        self.for_each(|v| out.push(v));
-        out
+        self.iter().collect()
     }
 }
 
@@ -557,43 +543,20 @@ impl VertexEngine {
         let mut sides = Vec::new();
         let mut direct = true;
         for d in dirs {
-            let offsets: Vec<u64> = store
-                .layout(&format!("csr.{d}.offsets"), FileKind::CsrOffsets)?
-                .read_all()?;
-            let open = |name: &str| -> Result<Arc<InFile>> {
-                let rec = store.manifest().file(name).ok_or_else(|| {
-                    EngineError::Invalid(format!(
-                        "{}: no {name} in the manifest",
-                        store.dir().display()
-                    ))
-                })?;
-                let lf = outcore_store::format::LayoutFile::open(
-                    store.dir(),
-                    rec,
-                    if name.ends_with("weights") {
-                        FileKind::CsrWeights
-                    } else {
-                        FileKind::CsrTargets
-                    },
-                    mode,
-                    store.stats().clone(),
-                )?;
+            // `csr` checks the offsets against the targets' count.
+            let offsets = store.csr(d)?.into_offsets();
+            let open = |name: &str, kind| -> Result<Arc<InFile>> {
+                let lf = store.layout_with(name, kind, mode, store.stats().clone())?;
                 Ok(Arc::new(lf.file))
             };
-            let targets = open(&format!("csr.{d}.targets"))?;
+            let targets = open(&format!("csr.{d}.targets"), FileKind::CsrTargets)?;
             let weights = if weighted {
-                Some(open(&format!("csr.{d}.weights"))?)
+                Some(open(&format!("csr.{d}.weights"), FileKind::CsrWeights)?)
             } else {
                 None
             };
             direct &= targets.is_direct();
             let payload = targets.len() - HEADER_LEN;
-            if offsets.len() != n + 1 || *offsets.last().unwrap_or(&0) * 4 != payload {
-                return Err(EngineError::Invalid(format!(
-                    "{}: csr.{d} offsets do not match its targets",
-                    store.dir().display()
-                )));
-            }
             sides.push(Side {
                 offsets,
                 targets,
@@ -1051,7 +1014,7 @@ impl VertexEngine {
             self.cache.util_sum / self.cache.util_pages as f64
         };
         self.stats.utilization_pages = self.cache.util_pages;
-        self.stats.clone()
+        std::mem::take(&mut self.stats)
     }
 }
 

@@ -198,6 +198,18 @@ impl Store {
 
     /// Opens a layout file named `name`, checking its header against the manifest.
     pub fn layout(&self, name: &str, kind: FileKind) -> Result<LayoutFile> {
+        self.layout_with(name, kind, self.mode, self.stats.clone())
+    }
+
+    /// [`Store::layout`] with another read mode and I/O counters (an engine reading
+    /// the CSR with O_DIRECT, an offline pass mapping it).
+    pub fn layout_with(
+        &self,
+        name: &str,
+        kind: FileKind,
+        mode: ReadMode,
+        stats: Arc<IoStats>,
+    ) -> Result<LayoutFile> {
         let rec = self
             .manifest
             .file(name)
@@ -205,7 +217,7 @@ impl Store {
                 dir: self.dir.clone(),
                 reason: format!("the manifest lists no {name}"),
             })?;
-        LayoutFile::open(&self.dir, rec, kind, self.mode, self.stats.clone())
+        LayoutFile::open(&self.dir, rec, kind, mode, stats)
     }
 
     pub fn grid(&self) -> Result<GridReader> {
@@ -627,6 +639,10 @@ impl CsrReader {
     }
     pub fn offsets(&self) -> &[u64] {
         &self.offsets
+    }
+    /// The offsets (n + 1, checked against the targets' count), the files dropped.
+    pub fn into_offsets(self) -> Vec<u64> {
+        self.offsets
     }
     /// The targets of edges `a..b` in CSR order (the edge lists of consecutive
     /// vertices), read in one request.

@@ -184,26 +184,18 @@ impl Ord for Cand {
 }
 
 /// The out-CSR offsets and its targets file opened memory-mapped (the offline
-/// passes of GVS and Norder read lists at random); checks that they agree.
+/// passes of GVS and Norder read lists at random).
 pub(crate) fn mapped_out_csr(store: &Store) -> Result<(Vec<u64>, LayoutFile)> {
-    let offsets: Vec<u64> = store
-        .layout("csr.out.offsets", FileKind::CsrOffsets)?
-        .read_all()?;
-    let rec = store
-        .manifest()
-        .file("csr.out.targets")
-        .ok_or_else(|| corrupt(store.dir().join("csr.out.targets"), "not in the manifest"))?;
-    let lf = LayoutFile::open(
-        store.dir(),
-        rec,
+    // `csr` checks the offsets against the targets' count; the header check of
+    // the mapped file ties that count to its length.
+    let offsets = store.csr("out")?.into_offsets();
+    let targets = store.layout_with(
+        "csr.out.targets",
         FileKind::CsrTargets,
         ReadMode::Mmap,
         IoStats::new(),
     )?;
-    if (lf.file.len() - HEADER_LEN) / 4 != *offsets.last().unwrap_or(&0) {
-        return Err(corrupt(lf.file.path(), "offsets do not match the targets"));
-    }
-    Ok((offsets, lf))
+    Ok((offsets, targets))
 }
 
 /// Greedy Vertex Selection (Algorithm 1) with incremental recomputation.
