@@ -267,15 +267,31 @@ impl InFile {
 
 /// A file being written: sequential buffered appends, positioned rewrites (headers),
 /// counted in [`IoStats`] and subject to [`fault`] injection.
+///
+/// Created with [`OutFile::create_direct`], appends bypass the page cache: they
+/// collect in an aligned buffer written with `O_DIRECT` whenever it fills, so a
+/// large layout neither evicts the working set from the page cache nor leaves
+/// dirty pages for the final fsync to wait on. The first positioned write,
+/// extension or `finish` leaves direct mode (the aligned part of the buffer goes
+/// out direct, `O_DIRECT` is cleared, the unaligned tail is written buffered).
 pub struct OutFile {
     path: PathBuf,
     file: File,
     buf: Vec<u8>,
     pos: u64,
     stats: Arc<IoStats>,
+    /// Direct mode: the aligned buffer, its fill, and the bytes already in the file.
+    direct: Option<DirectTail>,
+}
+
+struct DirectTail {
+    buf: AlignedBuf,
+    filled: usize,
+    flushed: u64,
 }
 
 const OUT_BUF: usize = 1 << 20;
+const DIRECT_BUF: usize = 8 << 20;
 
 impl OutFile {
     /// Creates (or truncates) `path`.
@@ -287,7 +303,91 @@ impl OutFile {
             buf: Vec::with_capacity(OUT_BUF),
             pos: 0,
             stats,
+            direct: None,
         })
+    }
+
+    /// Creates (or truncates) `path` for appends written with `O_DIRECT`; falls back
+    /// to [`OutFile::create`] on filesystems that refuse `O_DIRECT` (tmpfs).
+    pub fn create_direct(path: &Path, stats: Arc<IoStats>) -> Result<OutFile> {
+        match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+        {
+            Ok(file) => Ok(OutFile {
+                path: path.to_path_buf(),
+                file,
+                buf: Vec::new(),
+                pos: 0,
+                stats,
+                direct: Some(DirectTail {
+                    buf: AlignedBuf::new(DIRECT_BUF),
+                    filled: 0,
+                    flushed: 0,
+                }),
+            }),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => OutFile::create(path, stats),
+            Err(e) => Err(IoError::new(path, "create", e)),
+        }
+    }
+
+    /// Whether appends still bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Direct mode: writes the first `len` (aligned) bytes of the buffer.
+    fn direct_write(&mut self, len: usize) -> Result<()> {
+        let d = self.direct.as_mut().expect("direct mode");
+        let data = &d.buf.as_slice()[..len];
+        fault::charge_write(len)
+            .and_then(|_| self.file.write_all_at(data, d.flushed))
+            .map_err(|e| IoError::new(&self.path, "write", e))?;
+        d.flushed += len as u64;
+        self.stats.add_write(len as u64);
+        Ok(())
+    }
+
+    /// Leaves direct mode: the aligned part of the buffer goes out direct, then
+    /// `O_DIRECT` is cleared and the tail is written through the page cache.
+    fn leave_direct(&mut self) -> Result<()> {
+        let Some(d) = &self.direct else {
+            return Ok(());
+        };
+        let filled = d.filled;
+        let aligned = filled / ALIGN * ALIGN;
+        if aligned > 0 {
+            self.direct_write(aligned)?;
+        }
+        let mut d = self.direct.take().expect("direct mode");
+        let fd = std::os::unix::io::AsRawFd::as_raw_fd(&self.file);
+        // SAFETY: fcntl on a descriptor we own, reading then setting status flags.
+        let ok = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) == 0
+        };
+        if !ok {
+            return Err(IoError::new(
+                &self.path,
+                "clear O_DIRECT",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let tail = d.buf.as_mut_slice()[aligned..filled].to_vec();
+        if !tail.is_empty() {
+            fault::charge_write(tail.len())
+                .and_then(|_| self.file.write_all_at(&tail, d.flushed))
+                .map_err(|e| IoError::new(&self.path, "write", e))?;
+            self.stats.add_write(tail.len() as u64);
+        }
+        use std::io::Seek;
+        self.file
+            .seek(std::io::SeekFrom::Start(self.pos))
+            .map_err(|e| IoError::new(&self.path, "seek", e))?;
+        Ok(())
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -297,8 +397,22 @@ impl OutFile {
         self.pos
     }
 
-    pub fn write_all(&mut self, data: &[u8]) -> Result<()> {
+    pub fn write_all(&mut self, mut data: &[u8]) -> Result<()> {
         self.pos += data.len() as u64;
+        if self.direct.is_some() {
+            while !data.is_empty() {
+                let d = self.direct.as_mut().expect("direct mode");
+                let k = data.len().min(DIRECT_BUF - d.filled);
+                d.buf.as_mut_slice()[d.filled..d.filled + k].copy_from_slice(&data[..k]);
+                d.filled += k;
+                data = &data[k..];
+                if d.filled == DIRECT_BUF {
+                    self.direct_write(DIRECT_BUF)?;
+                    self.direct.as_mut().expect("direct mode").filled = 0;
+                }
+            }
+            return Ok(());
+        }
         if self.buf.len() + data.len() > OUT_BUF {
             self.flush()?;
         }
@@ -334,6 +448,7 @@ impl OutFile {
             offset + data.len() as u64 <= self.pos,
             "write_at beyond the appended length"
         );
+        self.leave_direct()?;
         self.flush()?;
         fault::charge_write(data.len())
             .and_then(|_| self.file.write_all_at(data, offset))
@@ -346,6 +461,7 @@ impl OutFile {
     /// reads as zeros and takes no space until written (a sparse extension).
     pub fn set_len(&mut self, len: u64) -> Result<()> {
         assert!(len >= self.pos, "set_len may only extend");
+        self.leave_direct()?;
         self.flush()?;
         self.file
             .set_len(len)
@@ -360,6 +476,7 @@ impl OutFile {
 
     /// Flushes, fsyncs and closes; returns the file's length.
     pub fn finish(mut self) -> Result<u64> {
+        self.leave_direct()?;
         self.flush()?;
         self.file
             .sync_all()
@@ -402,6 +519,47 @@ mod tests {
             assert!(s.snapshot().bytes_read >= 5000);
             let err = f.read_exact_at(19_999, &mut buf).unwrap_err();
             assert!(err.to_string().contains("file ends at byte 20000"), "{err}");
+        }
+    }
+
+    #[test]
+    fn direct_appends_write_the_same_bytes_as_buffered_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        // Pieces of odd sizes around the direct buffer's size, then rewrites.
+        let sizes = [
+            4096usize,
+            1,
+            3 * DIRECT_BUF / 2 + 7,
+            513,
+            DIRECT_BUF,
+            12_345,
+        ];
+        let mut data = Vec::new();
+        for (k, n) in sizes.iter().enumerate() {
+            data.extend((0..*n).map(|i| (i * 31 + k * 7) as u8));
+        }
+        for rewrite in [false, true] {
+            let path = dir.path().join(format!("d{rewrite}"));
+            let stats = IoStats::new();
+            let mut out = OutFile::create_direct(&path, stats.clone()).unwrap();
+            let direct = out.is_direct();
+            let mut at = 0;
+            for n in sizes {
+                out.write_all(&data[at..at + n]).unwrap();
+                at += n;
+            }
+            let mut expect = data.clone();
+            if rewrite {
+                out.write_at(0, b"HEAD").unwrap();
+                expect[..4].copy_from_slice(b"HEAD");
+                assert!(!out.is_direct());
+                out.write_all(b"tail").unwrap();
+                expect.extend_from_slice(b"tail");
+            }
+            assert_eq!(out.finish().unwrap(), expect.len() as u64);
+            assert_eq!(std::fs::read(&path).unwrap(), expect, "direct {direct}");
+            let extra = if rewrite { 4 } else { 0 };
+            assert_eq!(stats.snapshot().bytes_written, expect.len() as u64 + extra);
         }
     }
 

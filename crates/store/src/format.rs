@@ -166,7 +166,7 @@ pub struct LayoutWriter {
 
 impl LayoutWriter {
     pub fn create(path: &Path, kind: FileKind, stats: Arc<IoStats>) -> Result<LayoutWriter> {
-        let mut out = OutFile::create(path, stats)?;
+        let mut out = OutFile::create_direct(path, stats)?;
         out.write_all(&[0u8; HEADER_LEN as usize])?;
         Ok(LayoutWriter {
             out,

@@ -7,15 +7,22 @@
 //!    `--remap` raw edges are spilled to a temporary file while the distinct ids are
 //!    collected, then mapped densely (the map keeps the user's order, so results in
 //!    ascending dense id are in ascending user id);
-//! 3. **sort** by (source, target, weight) within the budget (sorted runs + k-way
-//!    merge), dropping duplicates (`--dedup`, keeping the smallest weight) while
-//!    streaming; the sorted stream *is* the out-edge CSR, written sequentially,
-//!    and the per-block edge and source counts of the grid are counted on the way;
-//! 4. **grid**: each grid row is built from its CSR range, read back in chunks that
-//!    fit the budget, and written into its precomputed place in `grid.data`
-//!    (GridGraph's grid as in CLIP ATC'17 §4.1; GraphCP FCS'24 §3.2 sub-blocks);
-//! 5. in-edge CSR (`--in-edges`) from a second sort, degree arrays, id map, grid
-//!    index, and last the manifest.
+//! 3. **sort**: when every edge fits the budget together with a CSR of them (the
+//!    common case), a counting sort on the source places them straight into an
+//!    in-memory CSR ([`crate::memcsr`]), from which the out- and in-edge CSR, the
+//!    degrees and the grid are written with `O_DIRECT` appends; otherwise sorted
+//!    runs are spilled and k-way merged by (source, target, weight), dropping
+//!    duplicates (`--dedup`, keeping the smallest weight) while streaming; the
+//!    sorted stream *is* the out-edge CSR, written sequentially, and the per-block
+//!    edge and source counts of the grid are counted on the way. Both paths write
+//!    byte-identical files (tested);
+//! 4. **grid** (external path): each grid row is built from its CSR range, read
+//!    back in chunks that fit the budget, and written into its precomputed place in
+//!    `grid.data` (GridGraph's grid as in CLIP ATC'17 §4.1; GraphCP FCS'24 §3.2
+//!    sub-blocks);
+//! 5. in-edge CSR (`--in-edges`) from a second sort (external path) or a transpose
+//!    of the in-memory CSR, degree arrays, id map, grid index, and last the
+//!    manifest.
 //!
 //! Invariant: everything is built in `.NAME.ingest-PID` beside the output and
 //! renamed into place only after the manifest is written and fsynced; a failed or
@@ -25,6 +32,7 @@
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
+use crate::memcsr::{Adj, MemCsr, TargetWeight};
 use crate::parse::{parse_input, probe, Format, Probe, RawEdge};
 use crate::reader::BlockEntry;
 use crate::sort::{Edge, ExternalSorter, Record, WEdge};
@@ -762,8 +770,139 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         .unwrap_or_else(|| choose_partitions(n, m_upper, budget));
     let p = p.min(n.max(1) as u32).max(1);
     let interval = n.div_ceil(p as u64).max(1);
-    let pp = p as usize;
 
+    let threads = rayon::current_num_threads().max(1) as u64;
+    let held = m_upper * std::mem::size_of::<R>() as u64;
+    let extra = if R::WEIGHTED {
+        MemCsr::<TargetWeight>::extra_bytes(m_upper, n, threads)
+    } else {
+        MemCsr::<u32>::extra_bytes(m_upper, n, threads)
+    };
+    let (mut files, edges, self_loops, sort_runs) = if held + extra <= budget {
+        match sorter.into_memory() {
+            Ok(records) => {
+                let (files, edges, loops) = if R::WEIGHTED {
+                    build_memory::<R, TargetWeight>(c, records, n, p, interval)?
+                } else {
+                    build_memory::<R, u32>(c, records, n, p, interval)?
+                };
+                (files, edges, loops, 0)
+            }
+            Err(sorter) => build_external(c, sorter, n, p, interval)?,
+        }
+    } else {
+        build_external(c, sorter, n, p, interval)?
+    };
+
+    if let Some(ids) = &idmap {
+        let mut w = LayoutWriter::create(&store.join("idmap"), FileKind::IdMap, c.stats.clone())?;
+        for part in ids.chunks(1 << 20) {
+            w.append(bytemuck::cast_slice(part))?;
+        }
+        files.push(w.finish(ids.len() as u64)?);
+    }
+    let store_bytes = files.iter().map(|f| f.bytes).sum();
+    let manifest = Manifest {
+        format: STORE_FORMAT.into(),
+        version: crate::format::FORMAT_VERSION,
+        vertices: n,
+        edges,
+        directed: c
+            .relabel
+            .map_or(!opts.undirected, |r| r.store.manifest().directed),
+        weighted: R::WEIGHTED,
+        self_loops,
+        id_base: if opts.remap { 0 } else { c.base },
+        remapped: opts.remap,
+        partitions: p,
+        interval,
+        in_edges: opts.in_edges,
+        ingest: IngestRecord {
+            inputs: c.inputs.iter().map(|p| p.display().to_string()).collect(),
+            undirected: opts.undirected,
+            dedup: opts.dedup,
+            drop_self_loops: opts.drop_self_loops,
+            remap: opts.remap,
+            memory_budget: budget,
+            input_edges,
+            seconds: c.start.elapsed().as_secs_f64(),
+        },
+        files,
+        order: c.relabel.map(|r| r.record.clone()),
+        selections: Vec::new(),
+    };
+    manifest.write(store)?;
+    Ok(IngestReport {
+        vertices: n,
+        edges,
+        input_edges,
+        self_loops,
+        partitions: p,
+        sort_runs,
+        seconds: 0.0,
+        io: IoSnapshot::default(),
+        store_bytes,
+    })
+}
+
+/// The in-memory path: counting sort into a CSR held in memory ([`MemCsr`]),
+/// then the layouts cut from it. Returns the files, edges and self-loops.
+fn build_memory<R: Record, A: Adj>(
+    c: &Ctx,
+    records: Vec<R>,
+    n: u64,
+    p: u32,
+    interval: u64,
+) -> Result<(Vec<FileRecord>, u64, u64)> {
+    let store = &c.work.build;
+    let threads = rayon::current_num_threads().max(1);
+    let m = records.len() as u64;
+    c.obs.phase("sort", m);
+    let (csr, self_loops) = MemCsr::<A>::from_records(records, n as usize, c.opts.dedup, threads)?;
+    let edges = csr.adj.len() as u64;
+    c.obs.advance(m, edges);
+    c.obs.phase("csr", edges);
+    let mut files = csr.write(store, "out", &c.stats)?;
+    c.obs.advance(edges, edges);
+    if c.opts.in_edges {
+        c.obs.phase("in-edges", edges);
+        let t = csr.transpose(threads)?;
+        files.extend(t.write(store, "in", &c.stats)?);
+        c.obs.advance(edges, edges);
+    } else {
+        let d = csr.in_degrees(threads)?;
+        let mut w = LayoutWriter::create(
+            &store.join("degrees.in"),
+            FileKind::Degrees,
+            c.stats.clone(),
+        )?;
+        w.append(bytemuck::cast_slice(&d))?;
+        files.push(w.finish(n)?);
+    }
+    c.obs.phase("grid", edges);
+    files.extend(
+        csr.write_grid(store, p, interval, c.opts.memory / 4, &c.stats, &|k| {
+            c.obs.advance(k, k)
+        })?,
+    );
+    Ok((files, edges, self_loops))
+}
+
+/// The external path: sorted runs merged into one stream that is written as the
+/// CSR, then the grid built from the CSR files. Returns the files, edges,
+/// self-loops and sort runs.
+fn build_external<R: Record>(
+    c: &Ctx,
+    sorter: ExternalSorter<R>,
+    n: u64,
+    p: u32,
+    interval: u64,
+) -> Result<(Vec<FileRecord>, u64, u64, usize)> {
+    let opts = c.opts;
+    let budget = opts.memory;
+    let store = &c.work.build;
+    let m_upper = sorter.len();
+    let pp = p as usize;
     c.obs.phase("sort", m_upper);
     let sort_runs = sorter.runs();
     let mut sorted = sorter.finish()?;
@@ -875,56 +1014,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         &block_edges,
         &block_sources,
     )?);
-
-    if let Some(ids) = &idmap {
-        let mut w = LayoutWriter::create(&store.join("idmap"), FileKind::IdMap, c.stats.clone())?;
-        for part in ids.chunks(1 << 20) {
-            w.append(bytemuck::cast_slice(part))?;
-        }
-        files.push(w.finish(ids.len() as u64)?);
-    }
-    let store_bytes = files.iter().map(|f| f.bytes).sum();
-    let manifest = Manifest {
-        format: STORE_FORMAT.into(),
-        version: crate::format::FORMAT_VERSION,
-        vertices: n,
-        edges,
-        directed: c
-            .relabel
-            .map_or(!opts.undirected, |r| r.store.manifest().directed),
-        weighted: R::WEIGHTED,
-        self_loops,
-        id_base: if opts.remap { 0 } else { c.base },
-        remapped: opts.remap,
-        partitions: p,
-        interval,
-        in_edges: opts.in_edges,
-        ingest: IngestRecord {
-            inputs: c.inputs.iter().map(|p| p.display().to_string()).collect(),
-            undirected: opts.undirected,
-            dedup: opts.dedup,
-            drop_self_loops: opts.drop_self_loops,
-            remap: opts.remap,
-            memory_budget: budget,
-            input_edges,
-            seconds: c.start.elapsed().as_secs_f64(),
-        },
-        files,
-        order: c.relabel.map(|r| r.record.clone()),
-        selections: Vec::new(),
-    };
-    manifest.write(store)?;
-    Ok(IngestReport {
-        vertices: n,
-        edges,
-        input_edges,
-        self_loops,
-        partitions: p,
-        sort_runs,
-        seconds: 0.0,
-        io: IoSnapshot::default(),
-        store_bytes,
-    })
+    Ok((files, edges, self_loops, sort_runs))
 }
 
 fn open_written(

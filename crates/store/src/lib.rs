@@ -18,6 +18,7 @@ pub mod format;
 pub mod info;
 pub mod ingest;
 pub mod manifest;
+mod memcsr;
 pub mod order;
 pub mod parse;
 pub mod reader;

@@ -170,6 +170,16 @@ impl<R: Record> ExternalSorter<R> {
         Ok(())
     }
 
+    /// Ends input when nothing was spilled: the records, unsorted, in arrival order;
+    /// `Err(self)` when runs exist.
+    pub fn into_memory(self) -> std::result::Result<Vec<R>, Self> {
+        if self.runs.is_empty() {
+            Ok(self.buf)
+        } else {
+            Err(self)
+        }
+    }
+
     /// Ends input; returns the records in sorted order.
     pub fn finish(mut self) -> Result<Sorted<R>> {
         if self.runs.is_empty() {

@@ -1,0 +1,683 @@
+//! In-memory store construction: the fast path of ingest when every edge fits the
+//! budget at once.
+//!
+//! Design: instead of sorting edge records by (source, target) with a comparison
+//! sort and then streaming them one by one into the layouts, the edges are placed
+//! by a **counting sort on the source**: each of T threads counts the sources of its
+//! contiguous share of the records, the counts give the CSR offsets and each
+//! thread's first slot in every list, and the threads scatter the targets into
+//! those disjoint slots at once. Each adjacency list is then sorted on its own
+//! (target, then weight bits) and, with `--dedup`, compacted. The in-edge CSR is a
+//! second counting sort, by target, of the out-edge CSR (scanning sources in
+//! ascending order keeps every in-list sorted by source without sorting). The grid
+//! (CLIP ATC'17 §4.1, GraphCP FCS'24 §3.2) is cut from the in-memory CSR: per-block
+//! edge and source counts first (rows in parallel), which fix every block's place,
+//! then rows built in parallel into buffers laid out exactly as `grid.data` and
+//! appended in order.
+//!
+//! Invariants: the files produced are byte-identical to those of the external
+//! path (sorted runs + merge, [`crate::sort`]): lists in (target, weight bits)
+//! order, duplicates resolved the same way (the first of equal targets, i.e. the
+//! smallest weight bits, is kept), the same block layout and CRCs. The caller
+//! checks that the records plus [`MemCsr::extra_bytes`] fit the budget.
+
+use crate::error::{Result, StoreError};
+use crate::format::{FileKind, FileRecord, LayoutWriter};
+use crate::ingest::block_bytes;
+use crate::reader::BlockEntry;
+use crate::sort::Record;
+use outcore_io::IoStats;
+use rayon::prelude::*;
+use std::path::Path;
+use std::sync::Arc;
+
+/// An adjacency entry held in memory: its target and weight, ordered by target
+/// then weight bits (the order of the external sort's key and tie).
+pub(crate) trait Adj: bytemuck::Pod + Ord + Send + Sync {
+    const WEIGHTED: bool;
+    fn make(v: u32, w: f32) -> Self;
+    fn v(self) -> u32;
+    fn w(self) -> f32;
+}
+
+impl Adj for u32 {
+    const WEIGHTED: bool = false;
+    fn make(v: u32, _w: f32) -> u32 {
+        v
+    }
+    fn v(self) -> u32 {
+        self
+    }
+    fn w(self) -> f32 {
+        1.0
+    }
+}
+
+/// A weighted entry: target in the high 32 bits, weight bits in the low ones, so
+/// the integer order is (target, weight bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
+pub(crate) struct TargetWeight(u64);
+
+impl Adj for TargetWeight {
+    const WEIGHTED: bool = true;
+    fn make(v: u32, w: f32) -> TargetWeight {
+        TargetWeight(((v as u64) << 32) | w.to_bits() as u64)
+    }
+    fn v(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    fn w(self) -> f32 {
+        f32::from_bits(self.0 as u32)
+    }
+}
+
+/// A raw pointer shared by threads that write disjoint elements.
+struct Scatter<A>(*mut A);
+// SAFETY: the pointer is only used for writes to slots that the counting sort
+// gives to exactly one thread (see the scatter loops), and the allocation outlives
+// the scoped parallel loop that uses it.
+unsafe impl<A: Send> Send for Scatter<A> {}
+// SAFETY: as above; no two threads touch the same element.
+unsafe impl<A: Send> Sync for Scatter<A> {}
+impl<A> Scatter<A> {
+    fn ptr(&self) -> *mut A {
+        self.0
+    }
+}
+
+/// A zeroed vector of `len` elements whose pages are asked to be transparent huge
+/// pages: the scatter's random writes then miss the TLB far less and fault 512
+/// times less often. Only advice: without THP it is an ordinary vector.
+pub(crate) fn huge_zeroed<T: bytemuck::Zeroable + Clone>(len: usize) -> Vec<T> {
+    let mut v: Vec<T> = bytemuck::zeroed_vec(len);
+    advise_huge(&mut v);
+    v
+}
+
+/// Advises transparent huge pages for the whole 2 MiB pages inside `v`.
+pub(crate) fn advise_huge<T>(v: &mut [T]) {
+    const HUGE: usize = 2 << 20;
+    let start = v.as_mut_ptr() as usize;
+    let end = start + std::mem::size_of_val(v);
+    let a = start.div_ceil(HUGE) * HUGE;
+    let b = end / HUGE * HUGE;
+    if b > a {
+        // SAFETY: [a, b) lies inside `v`'s allocation, which we borrow mutably;
+        // MADV_HUGEPAGE changes neither the contents nor the mapping's validity.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// A built grid row: its words, and each block's topology and weight CRCs.
+type GridRow = (Vec<u32>, Vec<(u32, u32)>);
+
+/// A CSR held in memory: `offsets` has n + 1 entries.
+pub(crate) struct MemCsr<A> {
+    pub offsets: Vec<u64>,
+    pub adj: Vec<A>,
+}
+
+/// Cuts vertices `0..n` into at most `parts` ranges of about equal edge counts.
+fn vertex_ranges(offsets: &[u64], parts: usize) -> Vec<(usize, usize)> {
+    let n = offsets.len() - 1;
+    let m = offsets[n];
+    let mut cuts = vec![0usize];
+    for k in 1..parts.max(1) {
+        let target = m * k as u64 / parts as u64;
+        let c = offsets.partition_point(|&o| o < target).min(n);
+        if c > *cuts.last().unwrap() {
+            cuts.push(c);
+        }
+    }
+    if n > *cuts.last().unwrap() {
+        cuts.push(n);
+    }
+    cuts.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
+/// Exclusive prefix of per-chunk counts, in place (each count becomes the number
+/// of earlier chunks' entries for the same key); returns the totals per key.
+fn chunk_bases(hist: &mut [Vec<u32>], keys: usize, what: &str) -> Result<Vec<u64>> {
+    let mut offsets = vec![0u64; keys + 1];
+    let mut total = 0u64;
+    for k in 0..keys {
+        let mut s = 0u64;
+        for h in hist.iter_mut() {
+            let c = h[k] as u64;
+            h[k] = s as u32;
+            s += c;
+        }
+        if s > u32::MAX as u64 {
+            return Err(StoreError::Invalid(format!(
+                "vertex {k} has {s} {what}; degrees above {} are not supported",
+                u32::MAX
+            )));
+        }
+        offsets[k] = total;
+        total += s;
+    }
+    offsets[keys] = total;
+    Ok(offsets)
+}
+
+impl<A: Adj> MemCsr<A> {
+    /// Memory the fast path needs beyond the records themselves.
+    pub fn extra_bytes(m: u64, n: u64, threads: u64) -> u64 {
+        m * std::mem::size_of::<A>() as u64 + (n + 1) * 8 + threads * n * 4 + n * 4
+    }
+
+    /// The out-edge CSR of `records` (ids below `n`), lists sorted by target then
+    /// weight bits; with `dedup` one entry per (source, target) is kept. Returns the
+    /// CSR and its self-loop count.
+    pub fn from_records<R: Record>(
+        records: Vec<R>,
+        n: usize,
+        dedup: bool,
+        threads: usize,
+    ) -> Result<(MemCsr<A>, u64)> {
+        let m = records.len();
+        let parts = threads.max(m.div_ceil(u32::MAX as usize)).max(1);
+        let chunk = m.div_ceil(parts).max(1);
+        let mut hist: Vec<Vec<u32>> = records
+            .par_chunks(chunk)
+            .map(|c| {
+                let mut h: Vec<u32> = huge_zeroed(n);
+                for r in c {
+                    h[r.u() as usize] += 1;
+                }
+                h
+            })
+            .collect();
+        let offsets = chunk_bases(&mut hist, n, "out-edges")?;
+        let mut adj: Vec<A> = huge_zeroed(m);
+        let out = Scatter(adj.as_mut_ptr());
+        if m < u32::MAX as usize {
+            // Absolute 32-bit cursors: one random access fewer per edge.
+            hist.par_iter_mut().for_each(|h| {
+                for (c, &o) in h.iter_mut().zip(&offsets) {
+                    *c += o as u32;
+                }
+            });
+            records
+                .par_chunks(chunk)
+                .zip(hist.par_iter_mut())
+                .for_each(|(c, h)| {
+                    for r in c {
+                        let u = r.u() as usize;
+                        let p = h[u];
+                        h[u] += 1;
+                        // SAFETY: as below, with the base already added: `p` < m
+                        // and each slot is written by one thread once.
+                        unsafe { *out.ptr().add(p as usize) = A::make(r.v(), r.w()) };
+                    }
+                });
+        } else {
+            records
+                .par_chunks(chunk)
+                .zip(hist.par_iter_mut())
+                .for_each(|(c, h)| {
+                    for r in c {
+                        let u = r.u() as usize;
+                        let p = offsets[u] + h[u] as u64;
+                        h[u] += 1;
+                        // SAFETY: `p` < m: slots offsets[u] .. offsets[u + 1] belong
+                        // to vertex u, and this chunk's share of them starts at its
+                        // base (the counts of earlier chunks) and holds exactly its
+                        // own count, so every slot is written by one thread once.
+                        unsafe { *out.ptr().add(p as usize) = A::make(r.v(), r.w()) };
+                    }
+                });
+        }
+        drop(records);
+        drop(hist);
+        let mut csr = MemCsr { offsets, adj };
+        let loops = csr.sort_lists(dedup, threads);
+        Ok((csr, loops))
+    }
+
+    /// Sorts every list; with `dedup` keeps the first of equal targets and
+    /// compacts. Returns the self-loops left.
+    fn sort_lists(&mut self, dedup: bool, threads: usize) -> u64 {
+        let ranges = vertex_ranges(&self.offsets, threads * 16);
+        let offsets = &self.offsets;
+        let mut pieces: Vec<(usize, usize, &mut [A])> = Vec::with_capacity(ranges.len());
+        let mut rest: &mut [A] = &mut self.adj;
+        for &(a, b) in &ranges {
+            let (head, tail) = rest.split_at_mut((offsets[b] - offsets[a]) as usize);
+            pieces.push((a, b, head));
+            rest = tail;
+        }
+        // Per piece: kept entries and new degrees (with dedup), self-loops.
+        let done: Vec<(usize, Vec<u32>, u64)> = pieces
+            .into_par_iter()
+            .map(|(a, b, slice)| {
+                let base = offsets[a];
+                let mut w = 0usize;
+                let mut loops = 0u64;
+                let mut degs = Vec::new();
+                for u in a..b {
+                    let (s, e) = (
+                        (offsets[u] - base) as usize,
+                        (offsets[u + 1] - base) as usize,
+                    );
+                    slice[s..e].sort_unstable();
+                    let start = if dedup {
+                        let start = w;
+                        let mut prev: Option<u32> = None;
+                        for k in s..e {
+                            let x = slice[k];
+                            if prev != Some(x.v()) {
+                                prev = Some(x.v());
+                                slice[w] = x;
+                                w += 1;
+                            }
+                        }
+                        degs.push((w - start) as u32);
+                        start
+                    } else {
+                        w = e;
+                        s
+                    };
+                    let list = &slice[start..w];
+                    let lo = list.partition_point(|x| x.v() < u as u32);
+                    let hi = list.partition_point(|x| x.v() <= u as u32);
+                    loops += (hi - lo) as u64;
+                }
+                (w, degs, loops)
+            })
+            .collect();
+        let loops = done.iter().map(|d| d.2).sum();
+        if dedup {
+            let mut write = 0usize;
+            let mut off = 0u64;
+            let mut v = 0usize;
+            for (&(a, _), (kept, degs, _)) in ranges.iter().zip(&done) {
+                let from = self.offsets[a] as usize;
+                self.adj.copy_within(from..from + kept, write);
+                write += kept;
+                for d in degs {
+                    self.offsets[v] = off;
+                    off += *d as u64;
+                    v += 1;
+                }
+            }
+            let n = self.offsets.len() - 1;
+            debug_assert_eq!(v, n);
+            self.offsets[n] = off;
+            self.adj.truncate(write);
+            self.adj.shrink_to_fit();
+        }
+        loops
+    }
+
+    pub fn vertices(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn list(&self, u: usize) -> &[A] {
+        &self.adj[self.offsets[u] as usize..self.offsets[u + 1] as usize]
+    }
+
+    /// In-degrees, counted by T threads over their shares of the lists.
+    pub fn in_degrees(&self, threads: usize) -> Result<Vec<u32>> {
+        let n = self.vertices();
+        let chunk = self
+            .adj
+            .len()
+            .div_ceil(threads.max(1))
+            .clamp(1, u32::MAX as usize);
+        let mut hist: Vec<Vec<u32>> = self
+            .adj
+            .par_chunks(chunk)
+            .map(|c| {
+                let mut h: Vec<u32> = huge_zeroed(n);
+                for x in c {
+                    h[x.v() as usize] += 1;
+                }
+                h
+            })
+            .collect();
+        let offsets = chunk_bases(&mut hist, n, "in-edges")?;
+        Ok(offsets.windows(2).map(|w| (w[1] - w[0]) as u32).collect())
+    }
+
+    /// The in-edge CSR: for each target, its sources in ascending order (ties, i.e.
+    /// parallel edges, in weight-bit order), weights kept.
+    pub fn transpose(&self, threads: usize) -> Result<MemCsr<A>> {
+        let n = self.vertices();
+        let ranges = vertex_ranges(&self.offsets, threads.max(1));
+        let mut hist: Vec<Vec<u32>> = ranges
+            .par_iter()
+            .map(|&(a, b)| {
+                let mut h: Vec<u32> = huge_zeroed(n);
+                for x in &self.adj[self.offsets[a] as usize..self.offsets[b] as usize] {
+                    h[x.v() as usize] += 1;
+                }
+                h
+            })
+            .collect();
+        let offsets = chunk_bases(&mut hist, n, "in-edges")?;
+        let mut adj: Vec<A> = huge_zeroed(self.adj.len());
+        let out = Scatter(adj.as_mut_ptr());
+        let offs = &offsets;
+        ranges
+            .par_iter()
+            .zip(hist.par_iter_mut())
+            .for_each(|(&(a, b), h)| {
+                for u in a..b {
+                    for &x in self.list(u) {
+                        let v = x.v() as usize;
+                        let p = offs[v] + h[v] as u64;
+                        h[v] += 1;
+                        // SAFETY: slots offs[v] .. offs[v + 1] belong to target v;
+                        // this range's share starts after the earlier ranges'
+                        // counts and holds exactly its own, so each slot is
+                        // written once, by one thread.
+                        unsafe { *out.ptr().add(p as usize) = A::make(u as u32, x.w()) };
+                    }
+                }
+            });
+        Ok(MemCsr { offsets, adj })
+    }
+
+    /// Writes `csr.<dir>.offsets/targets[/weights]` and `degrees.<dir>`.
+    pub fn write(&self, store: &Path, dir: &str, stats: &Arc<IoStats>) -> Result<Vec<FileRecord>> {
+        let n = self.vertices() as u64;
+        let m = self.adj.len() as u64;
+        let f = |name: &str, kind| {
+            LayoutWriter::create(
+                &store.join(format!("csr.{dir}.{name}")),
+                kind,
+                stats.clone(),
+            )
+        };
+        let mut recs = Vec::new();
+        let mut w = f("offsets", FileKind::CsrOffsets)?;
+        w.append(bytemuck::cast_slice(&self.offsets))?;
+        recs.push(w.finish(n + 1)?);
+        let mut w = f("targets", FileKind::CsrTargets)?;
+        if A::WEIGHTED {
+            let mut buf: Vec<u32> = Vec::with_capacity(1 << 20);
+            for part in self.adj.chunks(1 << 20) {
+                buf.clear();
+                buf.extend(part.iter().map(|x| x.v()));
+                w.append(bytemuck::cast_slice(&buf))?;
+            }
+        } else {
+            w.append(bytemuck::cast_slice(&self.adj))?;
+        }
+        recs.push(w.finish(m)?);
+        if A::WEIGHTED {
+            let mut w = f("weights", FileKind::CsrWeights)?;
+            let mut buf: Vec<f32> = Vec::with_capacity(1 << 20);
+            for part in self.adj.chunks(1 << 20) {
+                buf.clear();
+                buf.extend(part.iter().map(|x| x.w()));
+                w.append(bytemuck::cast_slice(&buf))?;
+            }
+            recs.push(w.finish(m)?);
+        }
+        let degrees: Vec<u32> = self
+            .offsets
+            .windows(2)
+            .map(|o| (o[1] - o[0]) as u32)
+            .collect();
+        let mut w = LayoutWriter::create(
+            &store.join(format!("degrees.{dir}")),
+            FileKind::Degrees,
+            stats.clone(),
+        )?;
+        w.append(bytemuck::cast_slice(&degrees))?;
+        recs.push(w.finish(n)?);
+        Ok(recs)
+    }
+
+    /// Calls `f(j, start, end)` for each run of `list[start..end]` whose targets
+    /// fall in column interval j.
+    fn runs(list: &[A], interval: u64, mut f: impl FnMut(usize, usize, usize)) {
+        let mut k = 0;
+        while k < list.len() {
+            let j = (list[k].v() as u64 / interval) as usize;
+            let bound = (j as u64 + 1) * interval;
+            let end = k + list[k..].partition_point(|x| (x.v() as u64) < bound);
+            f(j, k, end);
+            k = end;
+        }
+    }
+
+    /// Writes `grid.index` and `grid.data` for P x P blocks of `interval` vertices,
+    /// holding at most `memory` bytes of row buffers at once; `progress` gets the
+    /// edges placed so far.
+    pub fn write_grid(
+        &self,
+        store: &Path,
+        p: u32,
+        interval: u64,
+        memory: u64,
+        stats: &Arc<IoStats>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Vec<FileRecord>> {
+        let pp = p as usize;
+        let n = self.vertices() as u64;
+        let row = |i: usize| {
+            let lo = (i as u64 * interval).min(n) as usize;
+            let hi = ((i as u64 + 1) * interval).min(n) as usize;
+            (lo, hi)
+        };
+        // Edges and distinct sources per block, rows in parallel.
+        let counts: Vec<Vec<(u64, u64)>> = (0..pp)
+            .into_par_iter()
+            .map(|i| {
+                let (lo, hi) = row(i);
+                let mut c = vec![(0u64, 0u64); pp];
+                for u in lo..hi {
+                    Self::runs(self.list(u), interval, |j, s, e| {
+                        c[j].0 += (e - s) as u64;
+                        c[j].1 += 1;
+                    });
+                }
+                c
+            })
+            .collect();
+        let mut index = vec![BlockEntry::default(); pp * pp];
+        let mut total = 0u64;
+        for b in 0..pp * pp {
+            let (edges, sources) = counts[b / pp][b % pp];
+            if edges > u32::MAX as u64 {
+                return Err(StoreError::Invalid(format!(
+                    "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
+                    b / pp,
+                    b % pp,
+                    u32::MAX
+                )));
+            }
+            index[b].offset = total;
+            index[b].edges = edges;
+            index[b].sources = sources as u32;
+            total += block_bytes(edges, sources, A::WEIGHTED);
+        }
+        drop(counts);
+        let row_bytes = |i: usize| {
+            let end = if i + 1 < pp {
+                index[(i + 1) * pp].offset
+            } else {
+                total
+            };
+            end - index[i * pp].offset
+        };
+        let widest = (0..pp).map(row_bytes).max().unwrap_or(0).max(1);
+        let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
+        let mut data =
+            LayoutWriter::create(&store.join("grid.data"), FileKind::GridData, stats.clone())?;
+        let mut placed = 0u64;
+        let mut i0 = 0usize;
+        while i0 < pp {
+            let i1 = (i0 + window).min(pp);
+            let built: Vec<GridRow> = (i0..i1)
+                .into_par_iter()
+                .map(|i| self.grid_row(&index[i * pp..(i + 1) * pp], row(i), interval))
+                .collect();
+            for (k, (buf, crcs)) in built.into_iter().enumerate() {
+                let i = i0 + k;
+                for (j, (t, w)) in crcs.into_iter().enumerate() {
+                    index[i * pp + j].crc_topology = t;
+                    index[i * pp + j].crc_weights = w;
+                }
+                data.append(bytemuck::cast_slice(&buf))?;
+                let (lo, hi) = row(i);
+                placed += self.offsets[hi] - self.offsets[lo];
+            }
+            progress(placed);
+            i0 = i1;
+        }
+        debug_assert_eq!(data.payload_len(), total);
+        let data_rec = data.finish(pp as u64 * pp as u64)?;
+        let mut idx = LayoutWriter::create(
+            &store.join("grid.index"),
+            FileKind::GridIndex,
+            stats.clone(),
+        )?;
+        idx.append(bytemuck::cast_slice(&index))?;
+        let idx_rec = idx.finish(index.len() as u64)?;
+        Ok(vec![idx_rec, data_rec])
+    }
+
+    /// One grid row as the 32-bit words of `grid.data` (blocks in column order:
+    /// sources, offsets + sentinel, targets, weights), and each block's topology
+    /// and weight CRCs.
+    fn grid_row(&self, blocks: &[BlockEntry], (lo, hi): (usize, usize), interval: u64) -> GridRow {
+        let pp = blocks.len();
+        let base = blocks[0].offset;
+        let last = &blocks[pp - 1];
+        let bytes = last.offset + block_bytes(last.edges, last.sources as u64, A::WEIGHTED) - base;
+        let mut buf = vec![0u32; (bytes / 4) as usize];
+        let word = |b: &BlockEntry| ((b.offset - base) / 4) as usize;
+        let mut src_k = vec![0usize; pp];
+        let mut edge_k = vec![0usize; pp];
+        for u in lo..hi {
+            let list = self.list(u);
+            Self::runs(list, interval, |j, s, e| {
+                let b = &blocks[j];
+                let (w0, sc, ec) = (word(b), b.sources as usize, b.edges as usize);
+                buf[w0 + src_k[j]] = u as u32;
+                buf[w0 + sc + src_k[j]] = edge_k[j] as u32;
+                let d0 = w0 + 2 * sc + 1 + edge_k[j];
+                for (t, x) in list[s..e].iter().enumerate() {
+                    buf[d0 + t] = x.v();
+                }
+                if A::WEIGHTED {
+                    for (t, x) in list[s..e].iter().enumerate() {
+                        buf[d0 + ec + t] = x.w().to_bits();
+                    }
+                }
+                src_k[j] += 1;
+                edge_k[j] += e - s;
+            });
+        }
+        let crcs = blocks
+            .iter()
+            .map(|b| {
+                if b.edges == 0 {
+                    return (0, 0);
+                }
+                let (w0, sc, ec) = (word(b), b.sources as usize, b.edges as usize);
+                buf[w0 + 2 * sc] = ec as u32;
+                let topo = crc32fast::hash(bytemuck::cast_slice(&buf[w0..w0 + 2 * sc + 1 + ec]));
+                let w = if A::WEIGHTED {
+                    let s = w0 + 2 * sc + 1 + ec;
+                    crc32fast::hash(bytemuck::cast_slice(&buf[s..s + ec]))
+                } else {
+                    0
+                };
+                (topo, w)
+            })
+            .collect();
+        (buf, crcs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sort::{Edge, WEdge};
+
+    #[test]
+    fn counting_sort_matches_a_comparison_sort() {
+        let mut x = 7u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let n = 300usize;
+        let recs: Vec<WEdge> = (0..20_000)
+            .map(|_| WEdge {
+                u: (next() % n as u64) as u32,
+                v: (next() % 40) as u32 * 7 % n as u32,
+                w: (next() % 4) as f32,
+            })
+            .collect();
+        for dedup in [false, true] {
+            for threads in [1, 2, 5] {
+                let mut want = recs.clone();
+                want.sort_by_key(|r| (r.key(), r.tie()));
+                if dedup {
+                    want.dedup_by_key(|r| r.key());
+                }
+                let loops = want.iter().filter(|r| r.u == r.v).count() as u64;
+                let (csr, got_loops) =
+                    MemCsr::<TargetWeight>::from_records(recs.clone(), n, dedup, threads).unwrap();
+                assert_eq!(got_loops, loops);
+                let mut got = Vec::new();
+                for u in 0..n {
+                    for x in csr.list(u) {
+                        got.push(WEdge {
+                            u: u as u32,
+                            v: x.v(),
+                            w: x.w(),
+                        });
+                    }
+                }
+                assert_eq!(got, want, "dedup {dedup}, threads {threads}");
+                // The transpose is the reversed records in (target, source, weight) order.
+                let t = csr.transpose(threads).unwrap();
+                let mut rev: Vec<WEdge> = want.iter().map(|r| r.reversed()).collect();
+                rev.sort_by_key(|r| (r.key(), r.tie()));
+                let mut got = Vec::new();
+                for v in 0..n {
+                    for x in t.list(v) {
+                        got.push(WEdge {
+                            u: v as u32,
+                            v: x.v(),
+                            w: x.w(),
+                        });
+                    }
+                }
+                assert_eq!(got, rev);
+                let indeg = csr.in_degrees(threads).unwrap();
+                for (v, d) in indeg.iter().enumerate() {
+                    assert_eq!(*d as usize, t.list(v).len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unweighted_lists_and_empty_graphs() {
+        let recs = vec![
+            Edge { u: 2, v: 1 },
+            Edge { u: 0, v: 2 },
+            Edge { u: 2, v: 0 },
+        ];
+        let (csr, loops) = MemCsr::<u32>::from_records(recs, 4, false, 2).unwrap();
+        assert_eq!(loops, 0);
+        assert_eq!(csr.offsets, vec![0, 1, 1, 3, 3]);
+        assert_eq!(csr.adj, vec![2, 0, 1]);
+        let (csr, loops) = MemCsr::<u32>::from_records(Vec::<Edge>::new(), 0, true, 2).unwrap();
+        assert_eq!((csr.offsets, csr.adj.len(), loops), (vec![0], 0, 0));
+    }
+}
