@@ -2,7 +2,9 @@
 //! binary edge lists (`bin32`, `bin32w`, `bin64`), each optionally gzip-compressed.
 //!
 //! Design: the input is read sequentially in chunks of [`CHUNK`] bytes (cut at line
-//! boundaries for text), and batches of chunks are parsed in parallel with rayon;
+//! boundaries for text) by a read-ahead thread (which also decompresses gzip), so
+//! reading overlaps parsing; batches of chunks are parsed in parallel with rayon,
+//! chunk and edge buffers reused from batch to batch;
 //! results are consumed in input order, so error locations are exact (`FILE:LINE`
 //! for text, `FILE: record N` for binary) and the emitted edge order is the input
 //! order whatever the thread count. Headers (DIMACS `p sp N M`, the Matrix Market
@@ -146,6 +148,91 @@ fn open_input(path: &Path, count: Arc<AtomicU64>) -> Result<(Box<dyn Read + Send
         ))
     } else {
         Ok((Box::new(counted), false, len))
+    }
+}
+
+/// Reads an input on its own thread, a few blocks ahead of the parser, so reading
+/// (and gzip decompression) overlaps parsing. Blocks are recycled.
+struct ReadAhead {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    back: std::sync::mpsc::SyncSender<Vec<u8>>,
+    cur: Vec<u8>,
+    at: usize,
+    done: bool,
+}
+
+const READ_BLOCK: usize = 4 << 20;
+
+impl ReadAhead {
+    fn new(mut inner: Box<dyn Read + Send>) -> ReadAhead {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+        let (back, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(8);
+        std::thread::spawn(move || loop {
+            let mut b = spare.try_recv().unwrap_or_default();
+            b.resize(READ_BLOCK, 0);
+            let mut n = 0;
+            let r = loop {
+                match inner.read(&mut b[n..]) {
+                    Ok(0) => break Ok(()),
+                    Ok(k) => {
+                        n += k;
+                        if n == b.len() {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            b.truncate(n);
+            let end = n == 0 || r.is_err();
+            let msg = match r {
+                Ok(()) => Ok(b),
+                Err(e) => Err(e),
+            };
+            if tx.send(msg).is_err() || end {
+                return;
+            }
+        });
+        ReadAhead {
+            rx,
+            back,
+            cur: Vec::new(),
+            at: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.cur.len() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.rx.recv() {
+                Ok(Ok(b)) => {
+                    if b.is_empty() {
+                        self.done = true;
+                    }
+                    let old = std::mem::replace(&mut self.cur, b);
+                    let _ = self.back.try_send(old);
+                    self.at = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let k = buf.len().min(self.cur.len() - self.at);
+        buf[..k].copy_from_slice(&self.cur[self.at..self.at + k]);
+        self.at += k;
+        Ok(k)
     }
 }
 
@@ -515,9 +602,10 @@ struct LineCtx {
     min_id: u64,
 }
 
-fn parse_text_chunk(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
+fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> ChunkOut {
+    edges.clear();
     let mut out = ChunkOut {
-        edges: Vec::with_capacity(buf.len() / 12),
+        edges,
         lines: 0,
         entries: 0,
         max_id: None,
@@ -641,10 +729,12 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
     out
 }
 
-fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
+fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> ChunkOut {
     let rs = ctx.format.record_size();
+    edges.clear();
+    edges.reserve(buf.len() / rs);
     let mut out = ChunkOut {
-        edges: Vec::with_capacity(buf.len() / rs),
+        edges,
         lines: 0,
         entries: 0,
         max_id: None,
@@ -711,7 +801,8 @@ pub fn parse_input(
     progress: &dyn Fn(u64),
 ) -> Result<ParseSummary> {
     let count = Arc::new(AtomicU64::new(0));
-    let (mut r, _, _) = open_input(path, count.clone())?;
+    let (r, _, _) = open_input(path, count.clone())?;
+    let mut r = ReadAhead::new(r);
     let fmt = probe.format;
     let mut id_max = u64::MAX;
     let mut reason = String::new();
@@ -741,6 +832,9 @@ pub fn parse_input(
     let mut summary = ParseSummary::default();
     let mut line_base = 0u64; // lines (or records) before the current chunk
     let mut carry: Vec<u8> = Vec::new();
+    // Chunk and edge buffers are reused from batch to batch.
+    let mut byte_pool: Vec<Vec<u8>> = Vec::new();
+    let mut edge_pool: Vec<Vec<RawEdge>> = Vec::new();
     let mut first = true;
     let mut file_cols: Option<(usize, u64)> = None;
     let mut eof = false;
@@ -749,10 +843,13 @@ pub fn parse_input(
         // Read a batch of chunks sequentially.
         let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(batch);
         while chunks.len() < batch && !eof {
-            let mut buf = std::mem::take(&mut carry);
+            let mut buf = byte_pool.pop().unwrap_or_default();
+            buf.clear();
+            buf.extend_from_slice(&carry);
+            carry.clear();
             let start = buf.len();
             buf.resize(start + CHUNK, 0);
-            let n = fill(&mut *r, &mut buf[start..], path)?;
+            let n = fill(&mut r, &mut buf[start..], path)?;
             buf.truncate(start + n);
             if n < CHUNK {
                 eof = true;
@@ -791,13 +888,17 @@ pub fn parse_input(
                 chunks.push(buf);
             }
         }
+        let pools: Vec<Vec<RawEdge>> = (0..chunks.len())
+            .map(|_| edge_pool.pop().unwrap_or_default())
+            .collect();
         let outs: Vec<ChunkOut> = chunks
             .par_iter()
-            .map(|c| {
+            .zip(pools)
+            .map(|(c, edges)| {
                 if fmt.is_binary() {
-                    parse_binary_chunk(c, &ctx)
+                    parse_binary_chunk(c, &ctx, edges)
                 } else {
-                    parse_text_chunk(c, &ctx)
+                    parse_text_chunk(c, &ctx, edges)
                 }
             })
             .collect();
@@ -840,7 +941,9 @@ pub fn parse_input(
             } else {
                 out.lines
             };
+            edge_pool.push(out.edges);
         }
+        byte_pool.extend(chunks);
         progress(count.load(Ordering::Relaxed));
     }
     if let Some(n) = probe.header_entries {

@@ -508,7 +508,7 @@ fn in_memory_and_external_paths_write_identical_stores() {
                 remap: k == 2 && flags & 1 != 0,
                 partitions: 3 + flags,
                 sort_cap: None,
-                in_edges: (flags + k as u32) % 2 == 0,
+                in_edges: (flags + k as u32).is_multiple_of(2),
             };
             let dir = tempfile::tempdir().unwrap();
             let input = write_input(&case, dir.path());
