@@ -9,20 +9,21 @@
 //!    ascending dense id are in ascending user id);
 //! 3. **sort**: when every edge fits the budget together with a CSR of them (the
 //!    common case), a counting sort on the source places them straight into an
-//!    in-memory CSR ([`crate::memcsr`]), from which the out- and in-edge CSR, the
-//!    degrees and the grid are written with `O_DIRECT` appends; otherwise sorted
-//!    runs are spilled and k-way merged by (source, target, weight), dropping
-//!    duplicates (`--dedup`, keeping the smallest weight) while streaming; the
-//!    sorted stream *is* the out-edge CSR, written sequentially, and the per-block
-//!    edge and source counts of the grid are counted on the way. Both paths write
-//!    byte-identical files (tested);
-//! 4. **grid** (external path): each grid row is built from its CSR range, read
-//!    back in chunks that fit the budget, and written into its precomputed place in
+//!    in-memory CSR ([`crate::memcsr`]); otherwise full buffers are sorted and
+//!    spilled as runs (each with a sparse index of its sources), and the runs are
+//!    taken back range of sources by range of sources, each range's records from
+//!    every run counting-sorted into an in-memory CSR of the range. Lists are
+//!    sorted by (target, weight bits); `--dedup` keeps the first (smallest
+//!    weight). Both paths write byte-identical files (tested), appending the
+//!    layouts with `O_DIRECT`;
+//! 4. **grid**: the in-memory path cuts it from the CSR in memory (rows in
+//!    parallel); the external path builds each row from its CSR range, read back
+//!    in chunks that fit the budget, written into its precomputed place in
 //!    `grid.data` (GridGraph's grid as in CLIP ATC'17 §4.1; GraphCP FCS'24 §3.2
-//!    sub-blocks);
-//! 5. in-edge CSR (`--in-edges`) from a second sort (external path) or a transpose
-//!    of the in-memory CSR, degree arrays, id map, grid index, and last the
-//!    manifest.
+//!    sub-blocks), with the per-block counts taken while the ranges were built;
+//! 5. in-edge CSR (`--in-edges`) from a transpose of the in-memory CSR or a second
+//!    sort of the reversed edges (external path), degree arrays, id map, grid
+//!    index, and last the manifest.
 //!
 //! Invariant: everything is built in `.NAME.ingest-PID` beside the output and
 //! renamed into place only after the manifest is written and fsynced; a failed or
@@ -32,10 +33,10 @@
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
-use crate::memcsr::{Adj, MemCsr, TargetWeight};
+use crate::memcsr::{Adj, CsrFiles, MemCsr, TargetWeight};
 use crate::parse::{parse_input, probe, Format, Probe, RawEdge};
 use crate::reader::BlockEntry;
-use crate::sort::{Edge, ExternalSorter, Record, WEdge};
+use crate::sort::{Edge, ExternalSorter, Record, Runs, WEdge};
 use outcore_io::{InFile, IoError, IoSnapshot, IoStats, OutFile, ReadMode};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -625,126 +626,6 @@ fn parse_all<R: Record>(
     Ok((ids.len() as u64, input_edges, Some(ids)))
 }
 
-/// Streams sorted edges into `csr.<dir>.offsets/targets/weights` and `degrees.<dir>`.
-struct CsrWriter {
-    offsets: LayoutWriter,
-    targets: LayoutWriter,
-    weights: Option<LayoutWriter>,
-    degrees: LayoutWriter,
-    next: u64,
-    emitted: u64,
-    last_off: u64,
-    obuf: Vec<u64>,
-    tbuf: Vec<u32>,
-    wbuf: Vec<f32>,
-    dbuf: Vec<u32>,
-    dir_name: &'static str,
-}
-
-impl CsrWriter {
-    fn new(
-        store: &Path,
-        dir_name: &'static str,
-        weighted: bool,
-        stats: &Arc<IoStats>,
-    ) -> Result<CsrWriter> {
-        let f = |n: &str, k| {
-            LayoutWriter::create(&store.join(format!("csr.{dir_name}.{n}")), k, stats.clone())
-        };
-        Ok(CsrWriter {
-            offsets: f("offsets", FileKind::CsrOffsets)?,
-            targets: f("targets", FileKind::CsrTargets)?,
-            weights: if weighted {
-                Some(f("weights", FileKind::CsrWeights)?)
-            } else {
-                None
-            },
-            degrees: LayoutWriter::create(
-                &store.join(format!("degrees.{dir_name}")),
-                FileKind::Degrees,
-                stats.clone(),
-            )?,
-            next: 0,
-            emitted: 0,
-            last_off: 0,
-            obuf: Vec::new(),
-            tbuf: Vec::new(),
-            wbuf: Vec::new(),
-            dbuf: Vec::new(),
-            dir_name,
-        })
-    }
-
-    /// Writes offsets (and closes degrees) for vertices below `end`.
-    fn advance_to(&mut self, end: u64) -> Result<()> {
-        while self.next < end {
-            let off = self.emitted;
-            if self.next > 0 {
-                let d = off - self.last_off;
-                let d: u32 = d.try_into().map_err(|_| {
-                    StoreError::Invalid(format!(
-                        "vertex {} has {d} {}-edges; degrees above {} are not supported",
-                        self.next - 1,
-                        self.dir_name,
-                        u32::MAX
-                    ))
-                })?;
-                self.dbuf.push(d);
-            }
-            self.obuf.push(off);
-            self.last_off = off;
-            self.next += 1;
-            if self.obuf.len() >= 1 << 16 {
-                self.flush()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn push(&mut self, u: u32, v: u32, w: f32) -> Result<()> {
-        if u as u64 >= self.next {
-            self.advance_to(u as u64 + 1)?;
-        }
-        self.tbuf.push(v);
-        if self.weights.is_some() {
-            self.wbuf.push(w);
-        }
-        self.emitted += 1;
-        if self.tbuf.len() >= 1 << 18 {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.offsets.append(bytemuck::cast_slice(&self.obuf))?;
-        self.targets.append(bytemuck::cast_slice(&self.tbuf))?;
-        if let Some(w) = &mut self.weights {
-            w.append(bytemuck::cast_slice(&self.wbuf))?;
-        }
-        self.degrees.append(bytemuck::cast_slice(&self.dbuf))?;
-        self.obuf.clear();
-        self.tbuf.clear();
-        self.wbuf.clear();
-        self.dbuf.clear();
-        Ok(())
-    }
-
-    fn finish(mut self, n: u64) -> Result<Vec<FileRecord>> {
-        self.advance_to(n + 1)?;
-        self.flush()?;
-        let mut recs = vec![
-            self.offsets.finish(n + 1)?,
-            self.targets.finish(self.emitted)?,
-        ];
-        if let Some(w) = self.weights {
-            recs.push(w.finish(self.emitted)?);
-        }
-        recs.push(self.degrees.finish(n)?);
-        Ok(recs)
-    }
-}
-
 fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     let opts = c.opts;
     let budget = opts.memory;
@@ -778,20 +659,21 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     } else {
         MemCsr::<u32>::extra_bytes(m_upper, n, threads)
     };
-    let (mut files, edges, self_loops, sort_runs) = if held + extra <= budget {
-        match sorter.into_memory() {
-            Ok(records) => {
-                let (files, edges, loops) = if R::WEIGHTED {
-                    build_memory::<R, TargetWeight>(c, records, n, p, interval)?
-                } else {
-                    build_memory::<R, u32>(c, records, n, p, interval)?
-                };
-                (files, edges, loops, 0)
-            }
-            Err(sorter) => build_external(c, sorter, n, p, interval)?,
-        }
+    let records = if held + extra <= budget {
+        sorter.take_memory()
     } else {
-        build_external(c, sorter, n, p, interval)?
+        None
+    };
+    let (mut files, edges, self_loops, sort_runs) = match records {
+        Some(records) => {
+            let (files, edges, loops) = if R::WEIGHTED {
+                build_memory::<R, TargetWeight>(c, records, n, p, interval)?
+            } else {
+                build_memory::<R, u32>(c, records, n, p, interval)?
+            };
+            (files, edges, loops, 0)
+        }
+        None => build_external(c, sorter, n, p, interval)?,
     };
 
     if let Some(ids) = &idmap {
@@ -858,7 +740,8 @@ fn build_memory<R: Record, A: Adj>(
     let threads = rayon::current_num_threads().max(1);
     let m = records.len() as u64;
     c.obs.phase("sort", m);
-    let (csr, self_loops) = MemCsr::<A>::from_records(records, n as usize, c.opts.dedup, threads)?;
+    let (csr, self_loops) =
+        MemCsr::<A>::from_records(&records, 0, n as usize, c.opts.dedup, threads)?;
     let edges = csr.adj.len() as u64;
     c.obs.advance(m, edges);
     c.obs.phase("csr", edges);
@@ -888,10 +771,27 @@ fn build_memory<R: Record, A: Adj>(
     Ok((files, edges, self_loops))
 }
 
-/// The external path: sorted runs merged into one stream that is written as the
-/// CSR, then the grid built from the CSR files. Returns the files, edges,
-/// self-loops and sort runs.
+/// The external path: the sorted runs are consumed in ascending ranges of
+/// sources, each range small enough that its records and CSR fit the budget; each
+/// range becomes an in-memory CSR ([`MemCsr`]) appended to the CSR files, with
+/// the grid's per-block counts, the in-degrees and (with `--in-edges`) the
+/// reversed edges for a second sort taken on the way; the grid is then built from
+/// the CSR files. Returns the files, edges, self-loops and sort runs.
 fn build_external<R: Record>(
+    c: &Ctx,
+    sorter: ExternalSorter<R>,
+    n: u64,
+    p: u32,
+    interval: u64,
+) -> Result<(Vec<FileRecord>, u64, u64, usize)> {
+    if R::WEIGHTED {
+        build_ranges::<R, TargetWeight>(c, sorter, n, p, interval)
+    } else {
+        build_ranges::<R, u32>(c, sorter, n, p, interval)
+    }
+}
+
+fn build_ranges<R: Record, A: Adj>(
     c: &Ctx,
     sorter: ExternalSorter<R>,
     n: u64,
@@ -904,12 +804,10 @@ fn build_external<R: Record>(
     let m_upper = sorter.len();
     let pp = p as usize;
     c.obs.phase("sort", m_upper);
-    let sort_runs = sorter.runs();
-    let mut sorted = sorter.finish()?;
+    let mut runs = sorter.into_runs()?;
+    let sort_runs = runs.count();
     c.obs.phase("csr", m_upper);
-    let mut csr = CsrWriter::new(store, "out", R::WEIGHTED, &c.stats)?;
-    let mut block_edges = vec![0u64; pp * pp];
-    let mut block_sources = vec![0u64; pp * pp];
+    let mut counts = vec![(0u64, 0u64); pp * pp];
     let in_fits = n * 4 <= budget / 4;
     let mut in_deg: Vec<u32> = if in_fits && !opts.in_edges {
         vec![0; n as usize]
@@ -917,6 +815,8 @@ fn build_external<R: Record>(
         Vec::new()
     };
     let mut in_sorter = if opts.in_edges {
+        std::fs::create_dir_all(c.work.spill.join("in"))
+            .map_err(|e| IoError::new(c.work.spill.join("in"), "create directory", e))?;
         let mut s =
             ExternalSorter::<R>::new(c.work.spill.join("in"), budget * 3 / 10, c.stats.clone());
         if let Some(cap) = opts.sort_buffer_records {
@@ -926,71 +826,57 @@ fn build_external<R: Record>(
     } else {
         None
     };
-    if in_sorter.is_some() {
-        std::fs::create_dir_all(c.work.spill.join("in"))
-            .map_err(|e| IoError::new(c.work.spill.join("in"), "create directory", e))?;
-    }
-    let mut batch: Vec<R> = Vec::new();
-    let mut prev: Option<(u32, u32)> = None;
-    let mut prev_uj: Option<(u32, u64)> = None;
-    let mut edges = 0u64;
-    let mut self_loops = 0u64;
-    let mut seen = 0u64;
-    loop {
-        sorted.next_batch(&mut batch, 1 << 20)?;
-        if batch.is_empty() {
-            break;
-        }
-        seen += batch.len() as u64;
-        for r in &batch {
-            let (u, v) = (r.u(), r.v());
-            if opts.dedup && prev == Some((u, v)) {
-                continue;
-            }
-            prev = Some((u, v));
-            self_loops += (u == v) as u64;
-            csr.push(u, v, r.w())?;
-            let i = u as u64 / interval;
-            let j = v as u64 / interval;
-            let b = i as usize * pp + j as usize;
-            block_edges[b] += 1;
-            if prev_uj != Some((u, j)) {
-                block_sources[b] += 1;
-                prev_uj = Some((u, j));
-            }
-            if !in_deg.is_empty() {
-                in_deg[v as usize] = in_deg[v as usize].checked_add(1).ok_or_else(|| {
-                    StoreError::Invalid(format!("vertex {v} has more than {} in-edges", u32::MAX))
-                })?;
+    let range_mem = if opts.in_edges {
+        budget / 2
+    } else {
+        (budget * 6 / 10).saturating_sub(in_deg.len() as u64 * 4)
+    };
+    let (mut files, edges, self_loops) = csr_from_runs::<R, A>(
+        c,
+        &mut runs,
+        n,
+        "out",
+        opts.dedup,
+        range_mem,
+        &mut |base, csr| {
+            csr.add_block_counts(base, p, interval, &mut counts);
+            for x in &csr.adj {
+                if let Some(d) = in_deg.get_mut(x.v() as usize) {
+                    *d = d.checked_add(1).ok_or_else(|| {
+                        StoreError::Invalid(format!(
+                            "vertex {} has more than {} in-edges",
+                            x.v(),
+                            u32::MAX
+                        ))
+                    })?;
+                }
             }
             if let Some(s) = &mut in_sorter {
-                s.push(r.reversed())?;
+                for u in 0..csr.vertices() {
+                    for x in csr.list(u) {
+                        s.push(R::new(x.v(), (base + u as u64) as u32, x.w()))?;
+                    }
+                }
             }
-            edges += 1;
-        }
-        c.obs.advance(seen, edges);
-    }
-    drop(sorted);
-    let mut files = csr.finish(n)?;
+            Ok(())
+        },
+    )?;
+    drop(runs);
 
     // In-edges: the second sort, or just the in-degrees.
     if let Some(s) = in_sorter {
         c.obs.phase("in-edges", edges);
-        let mut sorted = s.finish()?;
-        let mut w = CsrWriter::new(store, "in", R::WEIGHTED, &c.stats)?;
-        let mut k = 0u64;
-        loop {
-            sorted.next_batch(&mut batch, 1 << 20)?;
-            if batch.is_empty() {
-                break;
-            }
-            for r in &batch {
-                w.push(r.u(), r.v(), r.w())?;
-            }
-            k += batch.len() as u64;
-            c.obs.advance(k, k);
-        }
-        files.extend(w.finish(n)?);
+        let mut runs = s.into_runs()?;
+        let (f, _, _) = csr_from_runs::<R, A>(
+            c,
+            &mut runs,
+            n,
+            "in",
+            false,
+            budget * 6 / 10,
+            &mut |_, _| Ok(()),
+        )?;
+        files.extend(f);
     } else if in_fits {
         let mut d = LayoutWriter::create(
             &store.join("degrees.in"),
@@ -1005,6 +891,9 @@ fn build_external<R: Record>(
     drop(in_deg);
 
     c.obs.phase("grid", edges);
+    let block_edges: Vec<u64> = counts.iter().map(|c| c.0).collect();
+    let block_sources: Vec<u64> = counts.iter().map(|c| c.1).collect();
+    drop(counts);
     files.extend(build_grid::<R>(
         c,
         &files,
@@ -1015,6 +904,64 @@ fn build_external<R: Record>(
         &block_sources,
     )?);
     Ok((files, edges, self_loops, sort_runs))
+}
+
+/// One direction's CSR from sorted runs, by ranges of sources whose records and
+/// CSR fit `range_mem`; `each(base, csr)` sees every range's CSR after it is
+/// written. Returns the files, edges and self-loops.
+fn csr_from_runs<R: Record, A: Adj>(
+    c: &Ctx,
+    runs: &mut Runs<R>,
+    n: u64,
+    dir: &str,
+    dedup: bool,
+    range_mem: u64,
+    each: &mut dyn FnMut(u64, &MemCsr<A>) -> Result<()>,
+) -> Result<(Vec<FileRecord>, u64, u64)> {
+    let threads = rayon::current_num_threads().max(1);
+    let per = (std::mem::size_of::<R>() + std::mem::size_of::<A>()) as u64;
+    let cap = (range_mem * 85 / 100 / per).max(1);
+    let vmax = (range_mem * 15 / 100 / (4 * threads as u64 + 20)).max(1);
+    let mut out = CsrFiles::create(&c.work.build, dir, A::WEIGHTED, &c.stats)?;
+    let mut records: Vec<R> = Vec::new();
+    let (mut lo, mut edges, mut loops, mut seen) = (0u64, 0u64, 0u64, 0u64);
+    while lo < n {
+        // The widest range [lo, hi) whose records surely fit (at least one vertex).
+        let top = n.min(lo + vmax);
+        let hi = if runs.bound_below(top) <= cap {
+            top
+        } else {
+            let (mut ok, mut bad) = (lo + 1, top);
+            while bad - ok > 1 {
+                let mid = ok + (bad - ok) / 2;
+                if runs.bound_below(mid) <= cap {
+                    ok = mid;
+                } else {
+                    bad = mid;
+                }
+            }
+            ok
+        };
+        records.clear();
+        runs.take_below(hi, &mut records)?;
+        if records.len() as u64 * per > c.opts.memory {
+            return Err(StoreError::Invalid(format!(
+                "vertex {lo} has {} {dir}-edges, more than fit --memory {} at once; raise --memory",
+                records.len(),
+                outcore_io::format_bytes(c.opts.memory)
+            )));
+        }
+        seen += records.len() as u64;
+        let (csr, l) =
+            MemCsr::<A>::from_records(&records, lo as u32, (hi - lo) as usize, dedup, threads)?;
+        loops += l;
+        edges += csr.adj.len() as u64;
+        out.append(&csr)?;
+        each(lo, &csr)?;
+        c.obs.advance(seen, edges);
+        lo = hi;
+    }
+    Ok((out.finish()?, edges, loops))
 }
 
 fn open_written(

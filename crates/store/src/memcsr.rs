@@ -140,7 +140,7 @@ fn vertex_ranges(offsets: &[u64], parts: usize) -> Vec<(usize, usize)> {
 
 /// Exclusive prefix of per-chunk counts, in place (each count becomes the number
 /// of earlier chunks' entries for the same key); returns the totals per key.
-fn chunk_bases(hist: &mut [Vec<u32>], keys: usize, what: &str) -> Result<Vec<u64>> {
+fn chunk_bases(hist: &mut [Vec<u32>], base: u32, keys: usize, what: &str) -> Result<Vec<u64>> {
     let mut offsets = vec![0u64; keys + 1];
     let mut total = 0u64;
     for k in 0..keys {
@@ -152,7 +152,8 @@ fn chunk_bases(hist: &mut [Vec<u32>], keys: usize, what: &str) -> Result<Vec<u64
         }
         if s > u32::MAX as u64 {
             return Err(StoreError::Invalid(format!(
-                "vertex {k} has {s} {what}; degrees above {} are not supported",
+                "vertex {} has {s} {what}; degrees above {} are not supported",
+                base as u64 + k as u64,
                 u32::MAX
             )));
         }
@@ -169,11 +170,12 @@ impl<A: Adj> MemCsr<A> {
         m * std::mem::size_of::<A>() as u64 + (n + 1) * 8 + threads * n * 4 + n * 4
     }
 
-    /// The out-edge CSR of `records` (ids below `n`), lists sorted by target then
-    /// weight bits; with `dedup` one entry per (source, target) is kept. Returns the
-    /// CSR and its self-loop count.
+    /// The CSR of `records`, whose sources are `base .. base + n` (the CSR's vertex
+    /// k is `base + k`), lists sorted by target then weight bits; with `dedup` one
+    /// entry per (source, target) is kept. Returns the CSR and its self-loop count.
     pub fn from_records<R: Record>(
-        records: Vec<R>,
+        records: &[R],
+        base: u32,
         n: usize,
         dedup: bool,
         threads: usize,
@@ -186,12 +188,12 @@ impl<A: Adj> MemCsr<A> {
             .map(|c| {
                 let mut h: Vec<u32> = huge_zeroed(n);
                 for r in c {
-                    h[r.u() as usize] += 1;
+                    h[(r.u() - base) as usize] += 1;
                 }
                 h
             })
             .collect();
-        let offsets = chunk_bases(&mut hist, n, "out-edges")?;
+        let offsets = chunk_bases(&mut hist, base, n, "out-edges")?;
         let mut adj: Vec<A> = huge_zeroed(m);
         let out = Scatter(adj.as_mut_ptr());
         if m < u32::MAX as usize {
@@ -206,7 +208,7 @@ impl<A: Adj> MemCsr<A> {
                 .zip(hist.par_iter_mut())
                 .for_each(|(c, h)| {
                     for r in c {
-                        let u = r.u() as usize;
+                        let u = (r.u() - base) as usize;
                         let p = h[u];
                         h[u] += 1;
                         // SAFETY: as below, with the base already added: `p` < m
@@ -220,7 +222,7 @@ impl<A: Adj> MemCsr<A> {
                 .zip(hist.par_iter_mut())
                 .for_each(|(c, h)| {
                     for r in c {
-                        let u = r.u() as usize;
+                        let u = (r.u() - base) as usize;
                         let p = offsets[u] + h[u] as u64;
                         h[u] += 1;
                         // SAFETY: `p` < m: slots offsets[u] .. offsets[u + 1] belong
@@ -231,16 +233,15 @@ impl<A: Adj> MemCsr<A> {
                     }
                 });
         }
-        drop(records);
         drop(hist);
         let mut csr = MemCsr { offsets, adj };
-        let loops = csr.sort_lists(dedup, threads);
+        let loops = csr.sort_lists(base, dedup, threads);
         Ok((csr, loops))
     }
 
     /// Sorts every list; with `dedup` keeps the first of equal targets and
     /// compacts. Returns the self-loops left.
-    fn sort_lists(&mut self, dedup: bool, threads: usize) -> u64 {
+    fn sort_lists(&mut self, vbase: u32, dedup: bool, threads: usize) -> u64 {
         let ranges = vertex_ranges(&self.offsets, threads * 16);
         let offsets = &self.offsets;
         let mut pieces: Vec<(usize, usize, &mut [A])> = Vec::with_capacity(ranges.len());
@@ -282,8 +283,9 @@ impl<A: Adj> MemCsr<A> {
                         s
                     };
                     let list = &slice[start..w];
-                    let lo = list.partition_point(|x| x.v() < u as u32);
-                    let hi = list.partition_point(|x| x.v() <= u as u32);
+                    let id = vbase + u as u32;
+                    let lo = list.partition_point(|x| x.v() < id);
+                    let hi = list.partition_point(|x| x.v() <= id);
                     loops += (hi - lo) as u64;
                 }
                 (w, degs, loops)
@@ -317,7 +319,7 @@ impl<A: Adj> MemCsr<A> {
         self.offsets.len() - 1
     }
 
-    fn list(&self, u: usize) -> &[A] {
+    pub fn list(&self, u: usize) -> &[A] {
         &self.adj[self.offsets[u] as usize..self.offsets[u + 1] as usize]
     }
 
@@ -340,7 +342,7 @@ impl<A: Adj> MemCsr<A> {
                 h
             })
             .collect();
-        let offsets = chunk_bases(&mut hist, n, "in-edges")?;
+        let offsets = chunk_bases(&mut hist, 0, n, "in-edges")?;
         Ok(offsets.windows(2).map(|w| (w[1] - w[0]) as u32).collect())
     }
 
@@ -359,7 +361,7 @@ impl<A: Adj> MemCsr<A> {
                 h
             })
             .collect();
-        let offsets = chunk_bases(&mut hist, n, "in-edges")?;
+        let offsets = chunk_bases(&mut hist, 0, n, "in-edges")?;
         let mut adj: Vec<A> = huge_zeroed(self.adj.len());
         let out = Scatter(adj.as_mut_ptr());
         let offs = &offsets;
@@ -385,54 +387,41 @@ impl<A: Adj> MemCsr<A> {
 
     /// Writes `csr.<dir>.offsets/targets[/weights]` and `degrees.<dir>`.
     pub fn write(&self, store: &Path, dir: &str, stats: &Arc<IoStats>) -> Result<Vec<FileRecord>> {
+        let mut w = CsrFiles::create(store, dir, A::WEIGHTED, stats)?;
+        w.append(self)?;
+        w.finish()
+    }
+
+    /// Adds this CSR's per-block (edges, distinct sources) to `counts` (P x P,
+    /// row-major); its vertex k is `base + k`.
+    pub fn add_block_counts(&self, base: u64, p: u32, interval: u64, counts: &mut [(u64, u64)]) {
+        let pp = p as usize;
         let n = self.vertices() as u64;
-        let m = self.adj.len() as u64;
-        let f = |name: &str, kind| {
-            LayoutWriter::create(
-                &store.join(format!("csr.{dir}.{name}")),
-                kind,
-                stats.clone(),
-            )
-        };
-        let mut recs = Vec::new();
-        let mut w = f("offsets", FileKind::CsrOffsets)?;
-        w.append(bytemuck::cast_slice(&self.offsets))?;
-        recs.push(w.finish(n + 1)?);
-        let mut w = f("targets", FileKind::CsrTargets)?;
-        if A::WEIGHTED {
-            let mut buf: Vec<u32> = Vec::with_capacity(1 << 20);
-            for part in self.adj.chunks(1 << 20) {
-                buf.clear();
-                buf.extend(part.iter().map(|x| x.v()));
-                w.append(bytemuck::cast_slice(&buf))?;
-            }
-        } else {
-            w.append(bytemuck::cast_slice(&self.adj))?;
+        if n == 0 {
+            return;
         }
-        recs.push(w.finish(m)?);
-        if A::WEIGHTED {
-            let mut w = f("weights", FileKind::CsrWeights)?;
-            let mut buf: Vec<f32> = Vec::with_capacity(1 << 20);
-            for part in self.adj.chunks(1 << 20) {
-                buf.clear();
-                buf.extend(part.iter().map(|x| x.w()));
-                w.append(bytemuck::cast_slice(&buf))?;
-            }
-            recs.push(w.finish(m)?);
-        }
-        let degrees: Vec<u32> = self
-            .offsets
-            .windows(2)
-            .map(|o| (o[1] - o[0]) as u32)
+        let (r0, r1) = (base / interval, (base + n - 1) / interval);
+        let rows: Vec<(usize, Vec<(u64, u64)>)> = (r0..=r1)
+            .into_par_iter()
+            .map(|i| {
+                let lo = (i * interval).max(base) - base;
+                let hi = ((i + 1) * interval).min(base + n) - base;
+                let mut c = vec![(0u64, 0u64); pp];
+                for u in lo as usize..hi as usize {
+                    Self::runs(self.list(u), interval, |j, s, e| {
+                        c[j].0 += (e - s) as u64;
+                        c[j].1 += 1;
+                    });
+                }
+                (i as usize, c)
+            })
             .collect();
-        let mut w = LayoutWriter::create(
-            &store.join(format!("degrees.{dir}")),
-            FileKind::Degrees,
-            stats.clone(),
-        )?;
-        w.append(bytemuck::cast_slice(&degrees))?;
-        recs.push(w.finish(n)?);
-        Ok(recs)
+        for (i, c) in rows {
+            for (j, (e, s)) in c.into_iter().enumerate() {
+                counts[i * pp + j].0 += e;
+                counts[i * pp + j].1 += s;
+            }
+        }
     }
 
     /// Calls `f(j, start, end)` for each run of `list[start..end]` whose targets
@@ -467,25 +456,12 @@ impl<A: Adj> MemCsr<A> {
             let hi = ((i as u64 + 1) * interval).min(n) as usize;
             (lo, hi)
         };
-        // Edges and distinct sources per block, rows in parallel.
-        let counts: Vec<Vec<(u64, u64)>> = (0..pp)
-            .into_par_iter()
-            .map(|i| {
-                let (lo, hi) = row(i);
-                let mut c = vec![(0u64, 0u64); pp];
-                for u in lo..hi {
-                    Self::runs(self.list(u), interval, |j, s, e| {
-                        c[j].0 += (e - s) as u64;
-                        c[j].1 += 1;
-                    });
-                }
-                c
-            })
-            .collect();
+        let mut counts = vec![(0u64, 0u64); pp * pp];
+        self.add_block_counts(0, p, interval, &mut counts);
         let mut index = vec![BlockEntry::default(); pp * pp];
         let mut total = 0u64;
         for b in 0..pp * pp {
-            let (edges, sources) = counts[b / pp][b % pp];
+            let (edges, sources) = counts[b];
             if edges > u32::MAX as u64 {
                 return Err(StoreError::Invalid(format!(
                     "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
@@ -599,6 +575,101 @@ impl<A: Adj> MemCsr<A> {
     }
 }
 
+/// The CSR files of one direction written range by range: each
+/// [`CsrFiles::append`] adds the next vertices' offsets, lists and degrees.
+pub(crate) struct CsrFiles {
+    offsets: LayoutWriter,
+    targets: LayoutWriter,
+    weights: Option<LayoutWriter>,
+    degrees: LayoutWriter,
+    vertices: u64,
+    edges: u64,
+}
+
+impl CsrFiles {
+    pub fn create(
+        store: &Path,
+        dir: &str,
+        weighted: bool,
+        stats: &Arc<IoStats>,
+    ) -> Result<CsrFiles> {
+        let f = |name: &str, kind| {
+            LayoutWriter::create(
+                &store.join(format!("csr.{dir}.{name}")),
+                kind,
+                stats.clone(),
+            )
+        };
+        Ok(CsrFiles {
+            offsets: f("offsets", FileKind::CsrOffsets)?,
+            targets: f("targets", FileKind::CsrTargets)?,
+            weights: if weighted {
+                Some(f("weights", FileKind::CsrWeights)?)
+            } else {
+                None
+            },
+            degrees: LayoutWriter::create(
+                &store.join(format!("degrees.{dir}")),
+                FileKind::Degrees,
+                stats.clone(),
+            )?,
+            vertices: 0,
+            edges: 0,
+        })
+    }
+
+    /// Appends the next `csr.vertices()` vertices.
+    pub fn append<A: Adj>(&mut self, csr: &MemCsr<A>) -> Result<()> {
+        let n = csr.vertices();
+        let base = self.edges;
+        let mut obuf: Vec<u64> = Vec::with_capacity(n.min(1 << 20));
+        for part in csr.offsets[..n].chunks(1 << 20) {
+            obuf.clear();
+            obuf.extend(part.iter().map(|o| o + base));
+            self.offsets.append(bytemuck::cast_slice(&obuf))?;
+        }
+        if A::WEIGHTED {
+            let mut buf: Vec<u32> = Vec::with_capacity(1 << 20);
+            for part in csr.adj.chunks(1 << 20) {
+                buf.clear();
+                buf.extend(part.iter().map(|x| x.v()));
+                self.targets.append(bytemuck::cast_slice(&buf))?;
+            }
+            let w = self.weights.as_mut().expect("weighted files");
+            for part in csr.adj.chunks(1 << 20) {
+                buf.clear();
+                buf.extend(part.iter().map(|x| x.w().to_bits()));
+                w.append(bytemuck::cast_slice(&buf))?;
+            }
+        } else {
+            self.targets.append(bytemuck::cast_slice(&csr.adj))?;
+        }
+        let degrees: Vec<u32> = csr
+            .offsets
+            .windows(2)
+            .map(|o| (o[1] - o[0]) as u32)
+            .collect();
+        self.degrees.append(bytemuck::cast_slice(&degrees))?;
+        self.vertices += n as u64;
+        self.edges += csr.adj.len() as u64;
+        Ok(())
+    }
+
+    /// Writes the closing offset and finishes every file.
+    pub fn finish(mut self) -> Result<Vec<FileRecord>> {
+        self.offsets.append(&self.edges.to_le_bytes())?;
+        let mut recs = vec![
+            self.offsets.finish(self.vertices + 1)?,
+            self.targets.finish(self.edges)?,
+        ];
+        if let Some(w) = self.weights {
+            recs.push(w.finish(self.edges)?);
+        }
+        recs.push(self.degrees.finish(self.vertices)?);
+        Ok(recs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,7 +701,7 @@ mod tests {
                 }
                 let loops = want.iter().filter(|r| r.u == r.v).count() as u64;
                 let (csr, got_loops) =
-                    MemCsr::<TargetWeight>::from_records(recs.clone(), n, dedup, threads).unwrap();
+                    MemCsr::<TargetWeight>::from_records(&recs, 0, n, dedup, threads).unwrap();
                 assert_eq!(got_loops, loops);
                 let mut got = Vec::new();
                 for u in 0..n {
@@ -673,11 +744,11 @@ mod tests {
             Edge { u: 0, v: 2 },
             Edge { u: 2, v: 0 },
         ];
-        let (csr, loops) = MemCsr::<u32>::from_records(recs, 4, false, 2).unwrap();
+        let (csr, loops) = MemCsr::<u32>::from_records(&recs, 0, 4, false, 2).unwrap();
         assert_eq!(loops, 0);
         assert_eq!(csr.offsets, vec![0, 1, 1, 3, 3]);
         assert_eq!(csr.adj, vec![2, 0, 1]);
-        let (csr, loops) = MemCsr::<u32>::from_records(Vec::<Edge>::new(), 0, true, 2).unwrap();
+        let (csr, loops) = MemCsr::<u32>::from_records(&Vec::<Edge>::new(), 0, 0, true, 2).unwrap();
         assert_eq!((csr.offsets, csr.adj.len(), loops), (vec![0], 0, 0));
     }
 }

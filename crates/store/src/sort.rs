@@ -91,6 +91,8 @@ pub struct ExternalSorter<R: Record> {
     capacity: usize,
     dir: PathBuf,
     runs: Vec<(PathBuf, u64)>,
+    /// Per run, the source of every [`INDEX_STEP`]-th record.
+    run_index: Vec<Vec<u32>>,
     stats: Arc<IoStats>,
     total: u64,
     merge_memory: usize,
@@ -113,6 +115,7 @@ impl<R: Record> ExternalSorter<R> {
             capacity,
             dir,
             runs: Vec::new(),
+            run_index: Vec::new(),
             stats,
             total: 0,
             merge_memory: memory as usize,
@@ -160,24 +163,51 @@ impl<R: Record> ExternalSorter<R> {
         }
         sort_records(&mut self.buf);
         let path = self.dir.join(format!("run-{:05}.bin", self.runs.len()));
-        let mut out = OutFile::create(&path, self.stats.clone())?;
+        let mut out = OutFile::create_direct(&path, self.stats.clone())?;
         for part in self.buf.chunks(1 << 20) {
             out.write_all(bytemuck::cast_slice(part))?;
         }
         out.finish()?;
+        self.run_index
+            .push(self.buf.iter().step_by(INDEX_STEP).map(|r| r.u()).collect());
         self.runs.push((path, self.buf.len() as u64));
         self.buf.clear();
         Ok(())
     }
 
-    /// Ends input when nothing was spilled: the records, unsorted, in arrival order;
-    /// `Err(self)` when runs exist.
-    pub fn into_memory(self) -> std::result::Result<Vec<R>, Self> {
+    /// Ends input when nothing was spilled: the records, unsorted, in arrival order
+    /// (the sorter is left empty); `None` when runs exist.
+    pub fn take_memory(&mut self) -> Option<Vec<R>> {
         if self.runs.is_empty() {
-            Ok(self.buf)
+            self.total = 0;
+            Some(std::mem::take(&mut self.buf))
         } else {
-            Err(self)
+            None
         }
+    }
+
+    /// Ends input by spilling what is left: the sorted runs, to be taken in ranges
+    /// of sources ([`Runs::take_below`]).
+    pub fn into_runs(mut self) -> Result<Runs<R>> {
+        self.spill()?;
+        self.buf = Vec::new();
+        let mut runs = Vec::with_capacity(self.runs.len());
+        for ((path, len), index) in self.runs.iter().zip(std::mem::take(&mut self.run_index)) {
+            runs.push(RunCursor {
+                file: InFile::open(path, ReadMode::Buffered, self.stats.clone())?,
+                len: *len,
+                next: 0,
+                index,
+                pending: Vec::new(),
+            });
+        }
+        Ok(Runs {
+            runs,
+            paths: std::mem::take(&mut self.runs)
+                .into_iter()
+                .map(|r| r.0)
+                .collect(),
+        })
     }
 
     /// Ends input; returns the records in sorted order.
@@ -219,6 +249,92 @@ impl<R: Record> ExternalSorter<R> {
                 paths: self.runs.into_iter().map(|r| r.0).collect(),
             },
         })
+    }
+}
+
+/// Records between two entries of a run's sparse source index.
+pub const INDEX_STEP: usize = 4096;
+
+/// One sorted run being consumed in ascending source ranges.
+struct RunCursor<R: Record> {
+    file: InFile,
+    len: u64,
+    /// Next record of the file not yet read.
+    next: u64,
+    /// Source of record k * INDEX_STEP.
+    index: Vec<u32>,
+    /// Records read but not yet taken (all at or above the last range's end).
+    pending: Vec<R>,
+}
+
+impl<R: Record> RunCursor<R> {
+    /// End (exclusive, a record position) of the part of the file that may hold
+    /// sources below `hi`: records from there on have sources >= `hi`.
+    fn bound(&self, hi: u64) -> u64 {
+        let k = self.index.partition_point(|&u| (u as u64) < hi);
+        ((k * INDEX_STEP) as u64).min(self.len)
+    }
+}
+
+/// Sorted runs consumed range by range: [`Runs::take_below`] hands out, from every
+/// run, the records with sources below a bound, in run order (each run's part
+/// sorted). The run files are removed on drop.
+pub struct Runs<R: Record> {
+    runs: Vec<RunCursor<R>>,
+    paths: Vec<PathBuf>,
+}
+
+impl<R: Record> Runs<R> {
+    pub fn count(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// An upper bound on the records with sources below `hi` not yet taken (exact
+    /// to within [`INDEX_STEP`] per run).
+    pub fn bound_below(&self, hi: u64) -> u64 {
+        self.runs
+            .iter()
+            .map(|r| {
+                let p = r.pending.partition_point(|x| (x.u() as u64) < hi) as u64;
+                p + r.bound(hi).saturating_sub(r.next)
+            })
+            .sum()
+    }
+
+    /// Appends to `out` every record not yet taken whose source is below `hi`.
+    pub fn take_below(&mut self, hi: u64, out: &mut Vec<R>) -> Result<()> {
+        let size = std::mem::size_of::<R>() as u64;
+        for r in &mut self.runs {
+            let p = r.pending.partition_point(|x| (x.u() as u64) < hi);
+            out.extend_from_slice(&r.pending[..p]);
+            r.pending.drain(..p);
+            if !r.pending.is_empty() {
+                continue;
+            }
+            let end = r.bound(hi);
+            if end <= r.next {
+                continue;
+            }
+            let k = (end - r.next) as usize;
+            let at = out.len();
+            out.resize(at + k, R::zeroed());
+            r.file
+                .read_exact_at(r.next * size, bytemuck::cast_slice_mut(&mut out[at..]))?;
+            r.next = end;
+            // The last index block may run past `hi`: keep that part for later.
+            let cut = at + out[at..].partition_point(|x| (x.u() as u64) < hi);
+            r.pending.extend_from_slice(&out[cut..]);
+            out.truncate(cut);
+        }
+        Ok(())
+    }
+}
+
+impl<R: Record> Drop for Runs<R> {
+    fn drop(&mut self) {
+        for p in &self.paths {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 

@@ -548,3 +548,98 @@ fn in_memory_and_external_paths_write_identical_stores() {
         }
     }
 }
+
+/// A budget small enough for many sort runs and many source ranges (the external
+/// path takes the runs range by range) still writes the same files as one
+/// in-memory pass.
+#[test]
+fn many_runs_and_source_ranges_write_the_in_memory_store() {
+    let mut x = 777u64;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        x >> 33
+    };
+    let n = 30_000u64;
+    // A few heavy sources, as in a power-law graph, and many light ones.
+    let edges: Vec<(u64, u64, u32)> = (0..250_000)
+        .map(|_| {
+            let u = if next() % 4 == 0 {
+                next() % 5
+            } else {
+                next() % n
+            };
+            (u, next() % n, (next() % 8) as u32)
+        })
+        .collect();
+    for (fmt, dedup, in_edges) in [(Fmt::Bin32, false, false), (Fmt::Bin32w, true, true)] {
+        let case = Case {
+            fmt,
+            gzip: false,
+            n,
+            edges: edges.clone(),
+            weighted: fmt == Fmt::Bin32w,
+            undirected: false,
+            dedup,
+            drop_loops: false,
+            remap: false,
+            partitions: 5,
+            sort_cap: None,
+            in_edges,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let input = write_input(&case, dir.path());
+        let mut stores = Vec::new();
+        for memory in [1u64 << 30, 1 << 20] {
+            let out = dir.path().join(format!("s{memory}"));
+            let opts = IngestOptions {
+                dedup,
+                in_edges,
+                partitions: Some(5),
+                memory,
+                weighted: Some(case.weighted),
+                ..Default::default()
+            };
+            let report = ingest(std::slice::from_ref(&input), &out, &opts, &Quiet).unwrap();
+            assert_eq!(report.sort_runs > 3, memory == 1 << 20, "{report:?}");
+            stores.push(out);
+        }
+        for f in Store::open(&stores[0]).unwrap().manifest().files.iter() {
+            let a = std::fs::read(stores[0].join(&f.name)).unwrap();
+            let b = std::fs::read(stores[1].join(&f.name)).unwrap();
+            assert!(a == b, "{fmt:?}: {} differs", f.name);
+        }
+        assert_eq!(
+            Store::open(&stores[0]).unwrap().manifest().files,
+            Store::open(&stores[1]).unwrap().manifest().files
+        );
+    }
+}
+
+/// One source with more edges than the budget holds at once is refused with a
+/// clear error, and no store is left behind.
+#[test]
+fn a_source_too_heavy_for_the_budget_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("g.bin32");
+    let mut bytes = Vec::new();
+    for k in 0..200_000u32 {
+        bytes.extend_from_slice(&7u32.to_le_bytes());
+        bytes.extend_from_slice(&(k % 1000).to_le_bytes());
+    }
+    std::fs::write(&input, bytes).unwrap();
+    let out = dir.path().join("s");
+    let opts = IngestOptions {
+        memory: 1 << 20,
+        ..Default::default()
+    };
+    let err = ingest(std::slice::from_ref(&input), &out, &opts, &Quiet)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("vertex 7 has 200000 out-edges, more than fit --memory"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
