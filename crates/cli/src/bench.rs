@@ -33,6 +33,78 @@ pub struct CalibrateArgs {
     depths: Vec<usize>,
 }
 
+#[derive(Args)]
+pub struct LimitArgs {
+    /// Hard memory limit of the child cgroup (anonymous memory and page cache), e.g. 1G.
+    #[arg(long, value_parser = parse_size)]
+    mem: u64,
+    /// Files or directories dropped from the page cache before the command starts
+    /// (repeatable).
+    #[arg(long)]
+    evict: Vec<PathBuf>,
+    /// Also write the outcome as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// The command to run and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<String>,
+}
+
+/// Runs one command the way `outcore bench` runs each of its runs: in a fresh child
+/// of this process's memory cgroup with a hard limit, the named files evicted
+/// first; prints one line of measurements and exits with the command's status.
+pub fn cmd_limit(a: LimitArgs) -> Result<()> {
+    let limiter = outcore_bench::detect()?;
+    let evicted = outcore_bench::cgroup::evict(&a.evict);
+    let mut cmd = std::process::Command::new(&a.command[0]);
+    cmd.args(&a.command[1..]);
+    let o = outcore_bench::cgroup::run_limited(cmd, &limiter, Some(a.mem), None)
+        .with_context(|| format!("cannot run {}", a.command[0]))?;
+    let line = format!(
+        "limit: limit_bytes={} peak_bytes={} oom_kills={} read_bytes={} write_bytes={} max_rss_bytes={} wall_s={:.3} exit={} evicted_files={evicted}",
+        a.mem,
+        o.peak_bytes.map_or("unknown".into(), |p| p.to_string()),
+        o.oom_kills.map_or("unknown".into(), |p| p.to_string()),
+        o.read_bytes,
+        o.write_bytes,
+        o.max_rss_bytes,
+        o.wall_s,
+        o.exit_code.map_or(format!("signal {}", o.signal.unwrap_or(0)), |c| c.to_string()),
+    );
+    eprintln!("{line}");
+    if let Some(path) = &a.json {
+        let json = serde_json::json!({
+            "command": a.command,
+            "limit_bytes": a.mem,
+            "peak_bytes": o.peak_bytes,
+            "oom_kills": o.oom_kills,
+            "read_bytes": o.read_bytes,
+            "write_bytes": o.write_bytes,
+            "max_rss_bytes": o.max_rss_bytes,
+            "wall_s": o.wall_s,
+            "exit": o.exit_code,
+            "signal": o.signal,
+            "evicted_files": evicted,
+        });
+        std::fs::write(path, format!("{json:#}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    match o.exit_code {
+        Some(0) => Ok(()),
+        Some(c) => std::process::exit(c),
+        None => bail!(
+            "{} was killed by signal {}{}",
+            a.command[0],
+            o.signal.unwrap_or(0),
+            if o.oom_killed() {
+                " (out of memory under the limit)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
 pub fn cmd_calibrate(a: CalibrateArgs) -> Result<()> {
     if !(a.duration > 0.0 && a.duration.is_finite()) {
         bail!("--duration must be a positive number of seconds");

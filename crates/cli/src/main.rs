@@ -53,6 +53,9 @@ enum Cmd {
     Reorder(vertex::ReorderArgs),
     /// Run a benchmark spec: each run in a memory-limited cgroup, cold cache; JSON lines, report, plots.
     Bench(bench::BenchArgs),
+    /// Run a command under a hard memory limit (a child cgroup) with files evicted
+    /// from the page cache first, as `outcore bench` runs each run.
+    Limit(bench::LimitArgs),
 }
 
 #[derive(Args)]
@@ -242,6 +245,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Jobs(a) => jobs::cmd_jobs(a),
         Cmd::Calibrate(a) => bench::cmd_calibrate(a),
         Cmd::Bench(a) => bench::cmd_bench(a),
+        Cmd::Limit(a) => bench::cmd_limit(a),
         Cmd::SelectCache(a) => vertex::cmd_select(a),
         Cmd::Reorder(a) => vertex::cmd_reorder(a),
     }

@@ -373,3 +373,55 @@ jobs = ["bfs:root=0", "sssp:root=5"]
         err(&o)
     );
 }
+
+/// `outcore limit` runs a command in a memory-limited child cgroup: the command's
+/// exit status comes back, the measurements are written as JSON, and a command
+/// that outgrows the limit is reported as killed for memory.
+#[test]
+fn limit_runs_a_command_under_a_hard_memory_limit() {
+    if !outcore_cgroup_available() {
+        eprintln!("skipped: no memory cgroup can be created here");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let json = dir.path().join("o.json");
+    let file = dir.path().join("data");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let o = run(&[
+        "limit",
+        "--mem",
+        "64M",
+        "--evict",
+        s(&file),
+        "--json",
+        s(&json),
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("limit_bytes=67108864"), "{}", err(&o));
+    assert!(err(&o).contains("evicted_files=1"), "{}", err(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["exit"], 3);
+    assert_eq!(v["limit_bytes"], 67108864u64);
+    assert!(v["peak_bytes"].as_u64().unwrap() <= 64 << 20);
+    // 200 MB in one shell variable cannot fit 32 MiB.
+    let o = run(&[
+        "limit",
+        "--mem",
+        "32M",
+        "--",
+        "sh",
+        "-c",
+        "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("out of memory under the limit"),
+        "{}",
+        err(&o)
+    );
+}
