@@ -450,81 +450,32 @@ impl<A: Adj> MemCsr<A> {
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Vec<FileRecord>> {
         let pp = p as usize;
-        let n = self.vertices() as u64;
-        let row = |i: usize| {
-            let lo = (i as u64 * interval).min(n) as usize;
-            let hi = ((i as u64 + 1) * interval).min(n) as usize;
-            (lo, hi)
-        };
         let mut counts = vec![(0u64, 0u64); pp * pp];
         self.add_block_counts(0, p, interval, &mut counts);
-        let mut index = vec![BlockEntry::default(); pp * pp];
-        let mut total = 0u64;
-        for b in 0..pp * pp {
-            let (edges, sources) = counts[b];
-            if edges > u32::MAX as u64 {
-                return Err(StoreError::Invalid(format!(
-                    "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
-                    b / pp,
-                    b % pp,
-                    u32::MAX
-                )));
-            }
-            index[b].offset = total;
-            index[b].edges = edges;
-            index[b].sources = sources as u32;
-            total += block_bytes(edges, sources, A::WEIGHTED);
-        }
+        let mut g = GridWriter::create(store, p, &counts, A::WEIGHTED, stats)?;
         drop(counts);
-        let row_bytes = |i: usize| {
-            let end = if i + 1 < pp {
-                index[(i + 1) * pp].offset
-            } else {
-                total
-            };
-            end - index[i * pp].offset
-        };
-        let widest = (0..pp).map(row_bytes).max().unwrap_or(0).max(1);
+        let widest = (0..pp).map(|i| g.row_bytes(i)).max().unwrap_or(0).max(1);
         let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
-        let mut data =
-            LayoutWriter::create(&store.join("grid.data"), FileKind::GridData, stats.clone())?;
-        let mut placed = 0u64;
         let mut i0 = 0usize;
         while i0 < pp {
             let i1 = (i0 + window).min(pp);
-            let built: Vec<GridRow> = (i0..i1)
-                .into_par_iter()
-                .map(|i| self.grid_row(&index[i * pp..(i + 1) * pp], row(i), interval))
-                .collect();
-            for (k, (buf, crcs)) in built.into_iter().enumerate() {
-                let i = i0 + k;
-                for (j, (t, w)) in crcs.into_iter().enumerate() {
-                    index[i * pp + j].crc_topology = t;
-                    index[i * pp + j].crc_weights = w;
-                }
-                data.append(bytemuck::cast_slice(&buf))?;
-                let (lo, hi) = row(i);
-                placed += self.offsets[hi] - self.offsets[lo];
-            }
-            progress(placed);
+            g.append_rows(self, 0, i0, i1, interval)?;
+            progress(g.placed);
             i0 = i1;
         }
-        debug_assert_eq!(data.payload_len(), total);
-        let data_rec = data.finish(pp as u64 * pp as u64)?;
-        let mut idx = LayoutWriter::create(
-            &store.join("grid.index"),
-            FileKind::GridIndex,
-            stats.clone(),
-        )?;
-        idx.append(bytemuck::cast_slice(&index))?;
-        let idx_rec = idx.finish(index.len() as u64)?;
-        Ok(vec![idx_rec, data_rec])
+        g.finish(store, stats)
     }
 
     /// One grid row as the 32-bit words of `grid.data` (blocks in column order:
     /// sources, offsets + sentinel, targets, weights), and each block's topology
     /// and weight CRCs.
-    fn grid_row(&self, blocks: &[BlockEntry], (lo, hi): (usize, usize), interval: u64) -> GridRow {
+    fn grid_row(
+        &self,
+        blocks: &[BlockEntry],
+        vbase: u64,
+        (lo, hi): (usize, usize),
+        interval: u64,
+    ) -> GridRow {
         let pp = blocks.len();
         let base = blocks[0].offset;
         let last = &blocks[pp - 1];
@@ -538,7 +489,7 @@ impl<A: Adj> MemCsr<A> {
             Self::runs(list, interval, |j, s, e| {
                 let b = &blocks[j];
                 let (w0, sc, ec) = (word(b), b.sources as usize, b.edges as usize);
-                buf[w0 + src_k[j]] = u as u32;
+                buf[w0 + src_k[j]] = (vbase + u as u64) as u32;
                 buf[w0 + sc + src_k[j]] = edge_k[j] as u32;
                 let d0 = w0 + 2 * sc + 1 + edge_k[j];
                 for (t, x) in list[s..e].iter().enumerate() {
@@ -572,6 +523,122 @@ impl<A: Adj> MemCsr<A> {
             })
             .collect();
         (buf, crcs)
+    }
+}
+
+/// `grid.data` written row by row from CSRs in memory, with the index (every
+/// block's place, from the per-block counts) fixed first.
+pub(crate) struct GridWriter {
+    index: Vec<BlockEntry>,
+    total: u64,
+    pp: usize,
+    data: LayoutWriter,
+    next_row: usize,
+    /// Edges placed so far.
+    pub placed: u64,
+}
+
+impl GridWriter {
+    /// `counts`: (edges, distinct sources) of every block, row-major.
+    pub fn create(
+        store: &Path,
+        p: u32,
+        counts: &[(u64, u64)],
+        weighted: bool,
+        stats: &Arc<IoStats>,
+    ) -> Result<GridWriter> {
+        let pp = p as usize;
+        let mut index = vec![BlockEntry::default(); pp * pp];
+        let mut total = 0u64;
+        for b in 0..pp * pp {
+            let (edges, sources) = counts[b];
+            if edges > u32::MAX as u64 {
+                return Err(StoreError::Invalid(format!(
+                    "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
+                    b / pp,
+                    b % pp,
+                    u32::MAX
+                )));
+            }
+            index[b].offset = total;
+            index[b].edges = edges;
+            index[b].sources = sources as u32;
+            total += block_bytes(edges, sources, weighted);
+        }
+        let data =
+            LayoutWriter::create(&store.join("grid.data"), FileKind::GridData, stats.clone())?;
+        Ok(GridWriter {
+            index,
+            total,
+            pp,
+            data,
+            next_row: 0,
+            placed: 0,
+        })
+    }
+
+    /// Bytes of row `i` in `grid.data`.
+    pub fn row_bytes(&self, i: usize) -> u64 {
+        let end = if i + 1 < self.pp {
+            self.index[(i + 1) * self.pp].offset
+        } else {
+            self.total
+        };
+        end - self.index[i * self.pp].offset
+    }
+
+    /// Builds rows `i0 .. i1` (the next ones) in parallel from `csr`, whose vertex
+    /// k is `vbase + k` and which holds at least those rows' vertices, and appends
+    /// them.
+    pub fn append_rows<A: Adj>(
+        &mut self,
+        csr: &MemCsr<A>,
+        vbase: u64,
+        i0: usize,
+        i1: usize,
+        interval: u64,
+    ) -> Result<()> {
+        assert_eq!(i0, self.next_row, "grid rows are appended in order");
+        let pp = self.pp;
+        let end = vbase + csr.vertices() as u64;
+        let row = |i: usize| {
+            let lo = (i as u64 * interval).clamp(vbase, end) - vbase;
+            let hi = ((i as u64 + 1) * interval).clamp(vbase, end) - vbase;
+            (lo as usize, hi as usize)
+        };
+        let index = &self.index;
+        let built: Vec<GridRow> = (i0..i1)
+            .into_par_iter()
+            .map(|i| csr.grid_row(&index[i * pp..(i + 1) * pp], vbase, row(i), interval))
+            .collect();
+        for (k, (buf, crcs)) in built.into_iter().enumerate() {
+            let i = i0 + k;
+            for (j, (t, w)) in crcs.into_iter().enumerate() {
+                self.index[i * pp + j].crc_topology = t;
+                self.index[i * pp + j].crc_weights = w;
+            }
+            self.data.append(bytemuck::cast_slice(&buf))?;
+            let (lo, hi) = row(i);
+            self.placed += csr.offsets[hi] - csr.offsets[lo];
+        }
+        self.next_row = i1;
+        Ok(())
+    }
+
+    /// Finishes `grid.data` and writes `grid.index`.
+    pub fn finish(self, store: &Path, stats: &Arc<IoStats>) -> Result<Vec<FileRecord>> {
+        assert_eq!(self.next_row, self.pp, "every grid row appended");
+        debug_assert_eq!(self.data.payload_len(), self.total);
+        let n_blocks = self.index.len() as u64;
+        let data_rec = self.data.finish(n_blocks)?;
+        let mut idx = LayoutWriter::create(
+            &store.join("grid.index"),
+            FileKind::GridIndex,
+            stats.clone(),
+        )?;
+        idx.append(bytemuck::cast_slice(&self.index))?;
+        let idx_rec = idx.finish(n_blocks)?;
+        Ok(vec![idx_rec, data_rec])
     }
 }
 

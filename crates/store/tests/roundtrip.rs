@@ -573,7 +573,13 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
             (u, next() % n, (next() % 8) as u32)
         })
         .collect();
-    for (fmt, dedup, in_edges) in [(Fmt::Bin32, false, false), (Fmt::Bin32w, true, true)] {
+    // P = 1: one grid row too large for the budget (the chunked grid pass); P = 40:
+    // rows built in memory, several at a time.
+    for (fmt, dedup, in_edges, partitions) in [
+        (Fmt::Bin32, false, false, 40),
+        (Fmt::Bin32w, true, true, 5),
+        (Fmt::Bin32, true, false, 1),
+    ] {
         let case = Case {
             fmt,
             gzip: false,
@@ -584,7 +590,7 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
             dedup,
             drop_loops: false,
             remap: false,
-            partitions: 5,
+            partitions,
             sort_cap: None,
             in_edges,
         };
@@ -596,7 +602,7 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
             let opts = IngestOptions {
                 dedup,
                 in_edges,
-                partitions: Some(5),
+                partitions: Some(partitions),
                 memory,
                 weighted: Some(case.weighted),
                 ..Default::default()
