@@ -287,7 +287,76 @@ pub struct OutFile {
 struct DirectTail {
     buf: AlignedBuf,
     filled: usize,
+    /// Bytes handed to the file (written, or in flight on the writer thread).
     flushed: u64,
+    /// Started at the first full buffer: writes it in the background while the
+    /// next one fills (at most two in flight).
+    writer: Option<DirectWriter>,
+}
+
+type Submitted = (AlignedBuf, usize, u64);
+
+struct DirectWriter {
+    tx: Option<std::sync::mpsc::SyncSender<Submitted>>,
+    back: std::sync::mpsc::Receiver<(AlignedBuf, std::io::Result<()>)>,
+    in_flight: usize,
+    spare: Vec<AlignedBuf>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DirectWriter {
+    fn start(file: &File) -> std::io::Result<DirectWriter> {
+        let file = file.try_clone()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Submitted>(2);
+        let (back_tx, back) = std::sync::mpsc::channel();
+        let handle = std::thread::spawn(move || {
+            for (buf, len, offset) in rx {
+                let r = file.write_all_at(&buf.as_slice()[..len], offset);
+                if back_tx.send((buf, r)).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(DirectWriter {
+            tx: Some(tx),
+            back,
+            in_flight: 0,
+            spare: Vec::new(),
+            handle: Some(handle),
+        })
+    }
+
+    /// Takes one finished write back; its buffer becomes spare.
+    fn reap(&mut self) -> std::io::Result<()> {
+        let (buf, r) = self.back.recv().map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the writer thread stopped")
+        })?;
+        self.in_flight -= 1;
+        self.spare.push(buf);
+        r
+    }
+
+    /// Waits for every write in flight; the first error is returned.
+    fn drain(&mut self) -> std::io::Result<()> {
+        let mut first = Ok(());
+        while self.in_flight > 0 {
+            if let Err(e) = self.reap() {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+}
+
+impl Drop for DirectWriter {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 const OUT_BUF: usize = 1 << 20;
@@ -327,6 +396,7 @@ impl OutFile {
                     buf: AlignedBuf::new(DIRECT_BUF),
                     filled: 0,
                     flushed: 0,
+                    writer: None,
                 }),
             }),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => OutFile::create(path, stats),
@@ -339,30 +409,69 @@ impl OutFile {
         self.direct.is_some()
     }
 
-    /// Direct mode: writes the first `len` (aligned) bytes of the buffer.
-    fn direct_write(&mut self, len: usize) -> Result<()> {
+    /// Direct mode: hands the full buffer to the writer thread (started on first
+    /// use) and continues with a spare one.
+    fn submit_full(&mut self) -> Result<()> {
+        fault::charge_write(DIRECT_BUF).map_err(|e| IoError::new(&self.path, "write", e))?;
         let d = self.direct.as_mut().expect("direct mode");
-        let data = &d.buf.as_slice()[..len];
-        fault::charge_write(len)
-            .and_then(|_| self.file.write_all_at(data, d.flushed))
-            .map_err(|e| IoError::new(&self.path, "write", e))?;
-        d.flushed += len as u64;
-        self.stats.add_write(len as u64);
+        if d.writer.is_none() {
+            d.writer = Some(
+                DirectWriter::start(&self.file)
+                    .map_err(|e| IoError::new(&self.path, "write", e))?,
+            );
+        }
+        let w = d.writer.as_mut().expect("writer");
+        let next = match w.spare.pop() {
+            Some(b) => b,
+            None if w.in_flight >= 2 => {
+                w.reap().map_err(|e| IoError::new(&self.path, "write", e))?;
+                w.spare.pop().expect("reaped buffer")
+            }
+            None => AlignedBuf::new(DIRECT_BUF),
+        };
+        let full = std::mem::replace(&mut d.buf, next);
+        w.tx.as_ref()
+            .expect("writer open")
+            .send((full, DIRECT_BUF, d.flushed))
+            .map_err(|_| {
+                IoError::new(
+                    &self.path,
+                    "write",
+                    std::io::Error::new(
+                        std::io::ErrorKind::BrokenPipe,
+                        "the writer thread stopped",
+                    ),
+                )
+            })?;
+        w.in_flight += 1;
+        d.flushed += DIRECT_BUF as u64;
+        d.filled = 0;
+        self.stats.add_write(DIRECT_BUF as u64);
         Ok(())
     }
 
     /// Leaves direct mode: the aligned part of the buffer goes out direct, then
     /// `O_DIRECT` is cleared and the tail is written through the page cache.
     fn leave_direct(&mut self) -> Result<()> {
-        let Some(d) = &self.direct else {
+        let Some(d) = &mut self.direct else {
             return Ok(());
         };
+        if let Some(w) = &mut d.writer {
+            w.drain()
+                .map_err(|e| IoError::new(&self.path, "write", e))?;
+        }
         let filled = d.filled;
         let aligned = filled / ALIGN * ALIGN;
         if aligned > 0 {
-            self.direct_write(aligned)?;
+            let data = &d.buf.as_slice()[..aligned];
+            fault::charge_write(aligned)
+                .and_then(|_| self.file.write_all_at(data, d.flushed))
+                .map_err(|e| IoError::new(&self.path, "write", e))?;
+            d.flushed += aligned as u64;
+            self.stats.add_write(aligned as u64);
         }
         let mut d = self.direct.take().expect("direct mode");
+        drop(d.writer.take());
         let fd = std::os::unix::io::AsRawFd::as_raw_fd(&self.file);
         // SAFETY: fcntl on a descriptor we own, reading then setting status flags.
         let ok = unsafe {
@@ -407,8 +516,7 @@ impl OutFile {
                 d.filled += k;
                 data = &data[k..];
                 if d.filled == DIRECT_BUF {
-                    self.direct_write(DIRECT_BUF)?;
-                    self.direct.as_mut().expect("direct mode").filled = 0;
+                    self.submit_full()?;
                 }
             }
             return Ok(());

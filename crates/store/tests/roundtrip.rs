@@ -573,8 +573,7 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
             (u, next() % n, (next() % 8) as u32)
         })
         .collect();
-    // P = 1: one grid row too large for the budget (the chunked grid pass); P = 40:
-    // rows built in memory, several at a time.
+    // P = 1: one grid row, read back in several chunks; P = 40: many small rows.
     for (fmt, dedup, in_edges, partitions) in [
         (Fmt::Bin32, false, false, 40),
         (Fmt::Bin32w, true, true, 5),
