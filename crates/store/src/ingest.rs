@@ -755,14 +755,11 @@ fn build_memory<R: Record, A: Adj>(
         files.extend(t.write(store, "in", &c.stats)?);
         c.obs.advance(edges, edges);
     } else {
-        let d = csr.in_degrees(threads)?;
-        let mut w = LayoutWriter::create(
-            &store.join("degrees.in"),
-            FileKind::Degrees,
-            c.stats.clone(),
-        )?;
-        w.append(bytemuck::cast_slice(&d))?;
-        files.push(w.finish(n)?);
+        files.push(write_in_degrees(
+            store,
+            &csr.in_degrees(threads)?,
+            &c.stats,
+        )?);
     }
     c.obs.phase("grid", edges);
     files.extend(
@@ -842,8 +839,10 @@ fn build_ranges<R: Record, A: Adj>(
         range_mem,
         &mut |base, csr| {
             csr.add_block_counts(base, p, interval, &mut counts);
-            for x in &csr.adj {
-                if let Some(d) = in_deg.get_mut(x.v() as usize) {
+            // In-degrees counted here only when they fit (else a pass afterwards).
+            if !in_deg.is_empty() {
+                for x in &csr.adj {
+                    let d = &mut in_deg[x.v() as usize];
                     *d = d.checked_add(1).ok_or_else(|| {
                         StoreError::Invalid(format!(
                             "vertex {} has more than {} in-edges",
@@ -880,13 +879,7 @@ fn build_ranges<R: Record, A: Adj>(
         )?;
         files.extend(f);
     } else if in_fits {
-        let mut d = LayoutWriter::create(
-            &store.join("degrees.in"),
-            FileKind::Degrees,
-            c.stats.clone(),
-        )?;
-        d.append(bytemuck::cast_slice(&in_deg))?;
-        files.push(d.finish(n)?);
+        files.push(write_in_degrees(store, &in_deg, &c.stats)?);
     } else {
         files.push(count_in_degrees(store, &files, n, budget, &c.stats)?);
     }
@@ -960,6 +953,13 @@ fn csr_from_runs<R: Record, A: Adj>(
         lo = hi;
     }
     Ok((out.finish()?, edges, loops))
+}
+
+/// Writes `degrees.in` from in-degrees counted in memory.
+fn write_in_degrees(store: &Path, deg: &[u32], stats: &Arc<IoStats>) -> Result<FileRecord> {
+    let mut w = LayoutWriter::create(&store.join("degrees.in"), FileKind::Degrees, stats.clone())?;
+    w.append(bytemuck::cast_slice(deg))?;
+    w.finish(deg.len() as u64)
 }
 
 /// Returns the heap memory freed by the parse (chunk and edge buffers of the rayon

@@ -111,6 +111,9 @@ pub(crate) fn advise_huge<T>(v: &mut [T]) {
     }
 }
 
+/// Vertex ranges, per-range first slots per target, in-edge offsets.
+type TargetCounts = (Vec<(usize, usize)>, Vec<Vec<u32>>, Vec<u64>);
+
 /// A built grid row: its words, and each block's topology and weight CRCs.
 type GridRow = (Vec<u32>, Vec<(u32, u32)>);
 
@@ -136,6 +139,25 @@ fn vertex_ranges(offsets: &[u64], parts: usize) -> Vec<(usize, usize)> {
         cuts.push(n);
     }
     cuts.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
+/// Counts `key` of every item, one count array of `n` per chunk, chunks in
+/// parallel.
+fn chunk_counts<T: Sync>(
+    chunks: &[&[T]],
+    n: usize,
+    key: impl Fn(&T) -> usize + Sync,
+) -> Vec<Vec<u32>> {
+    chunks
+        .par_iter()
+        .map(|c| {
+            let mut h: Vec<u32> = huge_zeroed(n);
+            for x in c.iter() {
+                h[key(x)] += 1;
+            }
+            h
+        })
+        .collect()
 }
 
 /// Exclusive prefix of per-chunk counts, in place (each count becomes the number
@@ -182,17 +204,8 @@ impl<A: Adj> MemCsr<A> {
     ) -> Result<(MemCsr<A>, u64)> {
         let m = records.len();
         let parts = threads.max(m.div_ceil(u32::MAX as usize)).max(1);
-        let chunk = m.div_ceil(parts).max(1);
-        let mut hist: Vec<Vec<u32>> = records
-            .par_chunks(chunk)
-            .map(|c| {
-                let mut h: Vec<u32> = huge_zeroed(n);
-                for r in c {
-                    h[(r.u() - base) as usize] += 1;
-                }
-                h
-            })
-            .collect();
+        let chunks: Vec<&[R]> = records.chunks(m.div_ceil(parts).max(1)).collect();
+        let mut hist = chunk_counts(&chunks, n, |r| (r.u() - base) as usize);
         let offsets = chunk_bases(&mut hist, base, n, "out-edges")?;
         let mut adj: Vec<A> = huge_zeroed(m);
         let out = Scatter(adj.as_mut_ptr());
@@ -203,11 +216,11 @@ impl<A: Adj> MemCsr<A> {
                     *c += o as u32;
                 }
             });
-            records
-                .par_chunks(chunk)
+            chunks
+                .par_iter()
                 .zip(hist.par_iter_mut())
                 .for_each(|(c, h)| {
-                    for r in c {
+                    for r in c.iter() {
                         let u = (r.u() - base) as usize;
                         let p = h[u];
                         h[u] += 1;
@@ -217,11 +230,11 @@ impl<A: Adj> MemCsr<A> {
                     }
                 });
         } else {
-            records
-                .par_chunks(chunk)
+            chunks
+                .par_iter()
                 .zip(hist.par_iter_mut())
                 .for_each(|(c, h)| {
-                    for r in c {
+                    for r in c.iter() {
                         let u = (r.u() - base) as usize;
                         let p = offsets[u] + h[u] as u64;
                         h[u] += 1;
@@ -323,45 +336,34 @@ impl<A: Adj> MemCsr<A> {
         &self.adj[self.offsets[u] as usize..self.offsets[u + 1] as usize]
     }
 
+    /// Target counts over vertex ranges of about equal edge counts (at least
+    /// `threads`): the ranges, each range's counts per target turned into its first
+    /// slot past the earlier ranges' (see [`chunk_bases`]), and the in-edge offsets.
+    fn target_counts(&self, threads: usize) -> Result<TargetCounts> {
+        let n = self.vertices();
+        let parts = threads
+            .max(self.adj.len().div_ceil(u32::MAX as usize))
+            .max(1);
+        let ranges = vertex_ranges(&self.offsets, parts);
+        let chunks: Vec<&[A]> = ranges
+            .iter()
+            .map(|&(a, b)| &self.adj[self.offsets[a] as usize..self.offsets[b] as usize])
+            .collect();
+        let mut hist = chunk_counts(&chunks, n, |x| x.v() as usize);
+        let offsets = chunk_bases(&mut hist, 0, n, "in-edges")?;
+        Ok((ranges, hist, offsets))
+    }
+
     /// In-degrees, counted by T threads over their shares of the lists.
     pub fn in_degrees(&self, threads: usize) -> Result<Vec<u32>> {
-        let n = self.vertices();
-        let chunk = self
-            .adj
-            .len()
-            .div_ceil(threads.max(1))
-            .clamp(1, u32::MAX as usize);
-        let mut hist: Vec<Vec<u32>> = self
-            .adj
-            .par_chunks(chunk)
-            .map(|c| {
-                let mut h: Vec<u32> = huge_zeroed(n);
-                for x in c {
-                    h[x.v() as usize] += 1;
-                }
-                h
-            })
-            .collect();
-        let offsets = chunk_bases(&mut hist, 0, n, "in-edges")?;
+        let (_, _, offsets) = self.target_counts(threads)?;
         Ok(offsets.windows(2).map(|w| (w[1] - w[0]) as u32).collect())
     }
 
     /// The in-edge CSR: for each target, its sources in ascending order (ties, i.e.
     /// parallel edges, in weight-bit order), weights kept.
     pub fn transpose(&self, threads: usize) -> Result<MemCsr<A>> {
-        let n = self.vertices();
-        let ranges = vertex_ranges(&self.offsets, threads.max(1));
-        let mut hist: Vec<Vec<u32>> = ranges
-            .par_iter()
-            .map(|&(a, b)| {
-                let mut h: Vec<u32> = huge_zeroed(n);
-                for x in &self.adj[self.offsets[a] as usize..self.offsets[b] as usize] {
-                    h[x.v() as usize] += 1;
-                }
-                h
-            })
-            .collect();
-        let offsets = chunk_bases(&mut hist, 0, n, "in-edges")?;
+        let (ranges, mut hist, offsets) = self.target_counts(threads)?;
         let mut adj: Vec<A> = huge_zeroed(self.adj.len());
         let out = Scatter(adj.as_mut_ptr());
         let offs = &offsets;
@@ -742,6 +744,19 @@ mod tests {
     use super::*;
     use crate::sort::{Edge, WEdge};
 
+    /// Every entry of `csr` as a (vertex, target, weight) record, in CSR order.
+    fn edges(csr: &MemCsr<TargetWeight>) -> Vec<WEdge> {
+        (0..csr.vertices())
+            .flat_map(|u| {
+                csr.list(u).iter().map(move |x| WEdge {
+                    u: u as u32,
+                    v: x.v(),
+                    w: x.w(),
+                })
+            })
+            .collect()
+    }
+
     #[test]
     fn counting_sort_matches_a_comparison_sort() {
         let mut x = 7u64;
@@ -770,32 +785,12 @@ mod tests {
                 let (csr, got_loops) =
                     MemCsr::<TargetWeight>::from_records(&recs, 0, n, dedup, threads).unwrap();
                 assert_eq!(got_loops, loops);
-                let mut got = Vec::new();
-                for u in 0..n {
-                    for x in csr.list(u) {
-                        got.push(WEdge {
-                            u: u as u32,
-                            v: x.v(),
-                            w: x.w(),
-                        });
-                    }
-                }
-                assert_eq!(got, want, "dedup {dedup}, threads {threads}");
+                assert_eq!(edges(&csr), want, "dedup {dedup}, threads {threads}");
                 // The transpose is the reversed records in (target, source, weight) order.
                 let t = csr.transpose(threads).unwrap();
                 let mut rev: Vec<WEdge> = want.iter().map(|r| r.reversed()).collect();
                 rev.sort_by_key(|r| (r.key(), r.tie()));
-                let mut got = Vec::new();
-                for v in 0..n {
-                    for x in t.list(v) {
-                        got.push(WEdge {
-                            u: v as u32,
-                            v: x.v(),
-                            w: x.w(),
-                        });
-                    }
-                }
-                assert_eq!(got, rev);
+                assert_eq!(edges(&t), rev);
                 let indeg = csr.in_degrees(threads).unwrap();
                 for (v, d) in indeg.iter().enumerate() {
                     assert_eq!(*d as usize, t.list(v).len());

@@ -472,6 +472,19 @@ fn too_many_distinct_vertices_is_refused() {
     assert_eq!(ingest(&[input], &out, &opts, &Quiet).unwrap().vertices, 120);
 }
 
+/// Both stores list the same files (names, sizes, CRCs) with the same bytes.
+fn assert_same_files(a: &Path, b: &Path, what: &str) {
+    let files = Store::open(a).unwrap().manifest().files.clone();
+    assert_eq!(files, Store::open(b).unwrap().manifest().files, "{what}");
+    for f in &files {
+        let (x, y) = (
+            std::fs::read(a.join(&f.name)).unwrap(),
+            std::fs::read(b.join(&f.name)).unwrap(),
+        );
+        assert!(x == y, "{what}: {} differs", f.name);
+    }
+}
+
 /// The in-memory path (counting sort) and the external path (sorted runs and a
 /// merge) write byte-identical files for the same input and options.
 #[test]
@@ -530,21 +543,7 @@ fn in_memory_and_external_paths_write_identical_stores() {
                 assert_eq!(report.sort_runs > 0, cap.is_some());
                 stores.push(out);
             }
-            let files = |s: &Path| {
-                let m = Store::open(s).unwrap().manifest().files.clone();
-                m.into_iter()
-                    .map(|f| {
-                        let bytes = std::fs::read(s.join(&f.name)).unwrap();
-                        (f, bytes)
-                    })
-                    .collect::<Vec<_>>()
-            };
-            let (a, b) = (files(&stores[0]), files(&stores[1]));
-            assert_eq!(a.len(), b.len(), "{fmt:?} flags {flags}");
-            for ((fa, ba), (fb, bb)) in a.iter().zip(&b) {
-                assert_eq!(fa, fb, "{fmt:?} flags {flags}");
-                assert!(ba == bb, "{fmt:?} flags {flags}: {} differs", fa.name);
-            }
+            assert_same_files(&stores[0], &stores[1], &format!("{fmt:?} flags {flags}"));
         }
     }
 }
@@ -610,15 +609,7 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
             assert_eq!(report.sort_runs > 3, memory == 1 << 20, "{report:?}");
             stores.push(out);
         }
-        for f in Store::open(&stores[0]).unwrap().manifest().files.iter() {
-            let a = std::fs::read(stores[0].join(&f.name)).unwrap();
-            let b = std::fs::read(stores[1].join(&f.name)).unwrap();
-            assert!(a == b, "{fmt:?}: {} differs", f.name);
-        }
-        assert_eq!(
-            Store::open(&stores[0]).unwrap().manifest().files,
-            Store::open(&stores[1]).unwrap().manifest().files
-        );
+        assert_same_files(&stores[0], &stores[1], &format!("{fmt:?}"));
     }
 }
 
