@@ -7,7 +7,7 @@
 //! MRT or partitioning. A vertex is activated only when its depth drops.
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use std::sync::atomic::Ordering::Relaxed;
 
 pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
@@ -17,14 +17,18 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     let mut it = 0;
     while e.has_active() && !crate::cap_reached(p, it) {
         let a = st.atomic();
-        e.exec(Mode::Multi, |ctx, u, v, _| {
-            let du = a[u as usize].load(Relaxed) >> 32;
-            let cand = ((du + 1) << 32) | u as u64;
-            let old = a[v as usize].fetch_min(cand, Relaxed);
-            if old >> 32 > du + 1 {
-                ctx.activate(v);
-            }
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(a, v),
+            |ctx, u, v, _| {
+                let du = a[u as usize].load(Relaxed) >> 32;
+                let cand = ((du + 1) << 32) | u as u64;
+                let old = a[v as usize].fetch_min(cand, Relaxed);
+                if old >> 32 > du + 1 {
+                    ctx.activate(v);
+                }
+            },
+        )?;
         it += 1;
     }
     let reached = st.iter().filter(|&&x| x != u64::MAX).count();

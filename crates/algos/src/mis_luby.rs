@@ -10,7 +10,7 @@
 //! count, partitioning or block order. Edge direction and self-loops are ignored.
 
 use crate::{mix64, Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use std::sync::atomic::Ordering::Relaxed;
 
 const UNDECIDED: u32 = 0;
@@ -43,34 +43,42 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
             break;
         }
         e.activate_all();
-        e.exec(Mode::Multi, |_, u, v, _| {
-            if u == v
-                || st[u as usize].load(Relaxed) != UNDECIDED
-                || st[v as usize].load(Relaxed) != UNDECIDED
-            {
-                return;
-            }
-            let (pu, pv) = (priority(seed, round, u), priority(seed, round, v));
-            let loser = if pu > pv { u } else { v };
-            mn[loser as usize].store(0, Relaxed);
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(st, v),
+            |_, u, v, _| {
+                if u == v
+                    || st[u as usize].load(Relaxed) != UNDECIDED
+                    || st[v as usize].load(Relaxed) != UNDECIDED
+                {
+                    return;
+                }
+                let (pu, pv) = (priority(seed, round, u), priority(seed, round, v));
+                let loser = if pu > pv { u } else { v };
+                mn[loser as usize].store(0, Relaxed);
+            },
+        )?;
         e.vmap(|v| {
             if mn[v as usize].load(Relaxed) == 1 {
                 st[v as usize].store(IN, Relaxed);
             }
         });
         e.activate_all();
-        e.exec(Mode::Multi, |_, u, v, _| {
-            if u == v {
-                return;
-            }
-            let (su, sv) = (st[u as usize].load(Relaxed), st[v as usize].load(Relaxed));
-            if su == IN && sv == UNDECIDED {
-                st[v as usize].store(OUT, Relaxed);
-            } else if sv == IN && su == UNDECIDED {
-                st[u as usize].store(OUT, Relaxed);
-            }
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(st, v),
+            |_, u, v, _| {
+                if u == v {
+                    return;
+                }
+                let (su, sv) = (st[u as usize].load(Relaxed), st[v as usize].load(Relaxed));
+                if su == IN && sv == UNDECIDED {
+                    st[v as usize].store(OUT, Relaxed);
+                } else if sv == IN && su == UNDECIDED {
+                    st[u as usize].store(OUT, Relaxed);
+                }
+            },
+        )?;
         passes += 2;
         round += 1;
     }

@@ -8,7 +8,7 @@
 //! repeats.
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use outcore_state::atomic_add_f64;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -50,9 +50,13 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
             s[v as usize].store(0f64.to_bits(), Relaxed);
         });
         e.activate_all();
-        e.exec(Mode::Multi, |_, u, v, _| {
-            atomic_add_f64(&s[v as usize], f64::from_bits(c[u as usize].load(Relaxed)));
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(s, v),
+            |_, u, v, _| {
+                atomic_add_f64(&s[v as usize], f64::from_bits(c[u as usize].load(Relaxed)));
+            },
+        )?;
         let base = (1.0 - d) / n + d * dangling / n;
         e.vmap(|v| {
             let x = base + d * f64::from_bits(s[v as usize].load(Relaxed));

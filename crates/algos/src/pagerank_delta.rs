@@ -18,7 +18,7 @@
 //! accepted and has no effect on this algorithm.
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use outcore_state::atomic_add_f64;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -61,12 +61,16 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
         }
         let dangling = crate::pagerank::dangling_sum(&push, &deg);
         let (r, ps) = (resid.atomic(), push.atomic());
-        e.exec(Mode::Multi, |_, u, v, _| {
-            atomic_add_f64(
-                &r[v as usize],
-                d * f64::from_bits(ps[u as usize].load(Relaxed)),
-            );
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(r, v),
+            |_, u, v, _| {
+                atomic_add_f64(
+                    &r[v as usize],
+                    d * f64::from_bits(ps[u as usize].load(Relaxed)),
+                );
+            },
+        )?;
         if dangling > 0.0 {
             let add = d * dangling / n;
             e.vmap(|v| atomic_add_f64(&r[v as usize], add));

@@ -5,7 +5,7 @@
 //! `--iterations K` it applies the product K times (`x` <- `y`).
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use outcore_state::atomic_add_f64;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -18,12 +18,16 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
         y.fill(0.0);
         let (xa, ya) = (x.atomic(), y.atomic());
         e.activate_all();
-        e.exec(Mode::Multi, |_, u, v, w| {
-            atomic_add_f64(
-                &ya[v as usize],
-                w as f64 * f64::from_bits(xa[u as usize].load(Relaxed)),
-            );
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(ya, v),
+            |_, u, v, w| {
+                atomic_add_f64(
+                    &ya[v as usize],
+                    w as f64 * f64::from_bits(xa[u as usize].load(Relaxed)),
+                );
+            },
+        )?;
         std::mem::swap(&mut x, &mut y);
     }
     let total: f64 = x.iter().sum();

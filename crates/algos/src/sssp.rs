@@ -10,7 +10,7 @@
 //! naming the edge.
 
 use crate::{AlgoError, Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
@@ -23,20 +23,24 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
     let mut it = 0;
     while e.has_active() && !crate::cap_reached(p, it) {
         let a = st.atomic();
-        e.exec(Mode::Multi, |ctx, u, v, w| {
-            if w < 0.0 || w.is_nan() {
-                bad.store(((u as u64) << 32) | v as u64, Relaxed);
-                bad_w.store(w.to_bits() as u64, Relaxed);
-                return;
-            }
-            let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
-            let dv = du + w;
-            let cand = ((dv.to_bits() as u64) << 32) | u as u64;
-            let old = a[v as usize].fetch_min(cand, Relaxed);
-            if old >> 32 > cand >> 32 {
-                ctx.activate(v);
-            }
-        })?;
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(a, v),
+            |ctx, u, v, w| {
+                if w < 0.0 || w.is_nan() {
+                    bad.store(((u as u64) << 32) | v as u64, Relaxed);
+                    bad_w.store(w.to_bits() as u64, Relaxed);
+                    return;
+                }
+                let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
+                let dv = du + w;
+                let cand = ((dv.to_bits() as u64) << 32) | u as u64;
+                let old = a[v as usize].fetch_min(cand, Relaxed);
+                if old >> 32 > cand >> 32 {
+                    ctx.activate(v);
+                }
+            },
+        )?;
         it += 1;
         let b = bad.load(Relaxed);
         if b != u64::MAX {

@@ -10,7 +10,7 @@
 //! flattens the forest (a parent always has a smaller id than its child).
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 #[inline]
@@ -22,29 +22,33 @@ fn find(pa: &[AtomicU32], mut x: u32) -> u32 {
         }
         let g = pa[p as usize].load(Relaxed);
         if g != p {
-            // Path halving: x skips to its grandparent (still an ancestor).
-            let _ = pa[x as usize].compare_exchange_weak(p, g, Relaxed, Relaxed);
+            // Path halving: x skips to its grandparent. x is not a root (and never
+            // will be again), and every value stored into a non-root is one of its
+            // ancestors, so a plain store is safe even if another thread halved the
+            // same path meanwhile: either value is a valid, smaller parent.
+            pa[x as usize].store(g, Relaxed);
         }
         x = g;
     }
 }
 
 /// Joins the sets of `u` and `v`; the larger root points to the smaller.
+/// Returns the root of the joined set (as seen by this thread).
 #[inline]
-pub fn union(pa: &[AtomicU32], u: u32, v: u32) {
+pub fn union(pa: &[AtomicU32], u: u32, v: u32) -> u32 {
     let (mut a, mut b) = (u, v);
     loop {
         a = find(pa, a);
         b = find(pa, b);
         if a == b {
-            return;
+            return a;
         }
         let (hi, lo) = if a > b { (a, b) } else { (b, a) };
         if pa[hi as usize]
             .compare_exchange(hi, lo, Relaxed, Relaxed)
             .is_ok()
         {
-            return;
+            return lo;
         }
     }
 }
@@ -58,7 +62,15 @@ pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
     e.activate_all();
     {
         let a = pa.atomic();
-        e.exec(Mode::Multi, |_, u, v, _| union(a, u, v))?;
+        // Each target's parent slot is prefetched AHEAD edges early: the targets
+        // are random within the block's column interval.
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(a, v),
+            |_, u, v, _| {
+                union(a, u, v);
+            },
+        )?;
     }
     // Flatten: ascending order, parents are smaller and already final.
     let mut components = 0u64;

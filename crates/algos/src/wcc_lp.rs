@@ -8,7 +8,7 @@
 //! no label changes.
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{Mode, StreamEngine};
+use outcore_engine::{prefetch, Mode, StreamEngine};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
@@ -26,19 +26,23 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
         }
         let changed = AtomicBool::new(false);
         let a = label.atomic();
-        e.exec(Mode::Multi, |ctx, u, v, _| {
-            let lu = a[u as usize].load(Relaxed);
-            let lv = a[v as usize].load(Relaxed);
-            if lu < lv {
-                if a[v as usize].fetch_min(lu, Relaxed) > lu {
-                    ctx.activate(v);
+        e.exec_ahead(
+            Mode::Multi,
+            |v| prefetch(a, v),
+            |ctx, u, v, _| {
+                let lu = a[u as usize].load(Relaxed);
+                let lv = a[v as usize].load(Relaxed);
+                if lu < lv {
+                    if a[v as usize].fetch_min(lu, Relaxed) > lu {
+                        ctx.activate(v);
+                        changed.store(true, Relaxed);
+                    }
+                } else if lv < lu && directed && a[u as usize].fetch_min(lv, Relaxed) > lv {
+                    ctx.activate(u);
                     changed.store(true, Relaxed);
                 }
-            } else if lv < lu && directed && a[u as usize].fetch_min(lv, Relaxed) > lv {
-                ctx.activate(u);
-                changed.store(true, Relaxed);
-            }
-        })?;
+            },
+        )?;
         it += 1;
         if !changed.load(Relaxed) {
             break;

@@ -257,3 +257,54 @@ fn re_entry_cuts_iterations_on_a_long_path() {
     assert!(s5.bytes_read < s1.bytes_read);
     assert_eq!(s1.passes, s1.blocks_read, "mrt 1 is one pass per block");
 }
+
+#[test]
+fn the_loader_delivers_every_block_in_order_and_the_hint_runs_ahead() {
+    // Single mode applies edges in storage order, so with every source active one
+    // iteration must apply exactly the grid's edges, blocks row-major; the
+    // look-ahead hint must see each block's targets but its first AHEAD.
+    use outcore_engine::{Mode, AHEAD};
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let c = &cases()[0];
+    let (store, _) = build(dir.path(), c, 4);
+    let grid = store.grid().unwrap();
+    let (mut want_edges, mut want_hints) = (Vec::new(), Vec::new());
+    for r in 0..4 {
+        for col in 0..4 {
+            let b = grid.read_block(r, col, false).unwrap();
+            want_edges.extend(b.edges().map(|(u, v, _)| (u, v)));
+            want_hints.extend_from_slice(&b.dsts[b.dsts.len().min(AHEAD)..]);
+        }
+    }
+    assert!(
+        want_hints.len() > 1000,
+        "the case must be larger than the look-ahead"
+    );
+    let mut slots_seen = Vec::new();
+    for memory in [1 << 20, 10 << 20, 64 << 20] {
+        let cfg = StreamConfig {
+            memory,
+            threads: 1,
+            direct_io: memory == 10 << 20,
+            ..Default::default()
+        };
+        let mut e = StreamEngine::new(&store, cfg).unwrap();
+        let (edges, hints) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+        e.activate_all();
+        e.exec_ahead(
+            Mode::Single,
+            |v| hints.lock().unwrap().push(v),
+            |_, u, v, _| edges.lock().unwrap().push((u, v)),
+        )
+        .unwrap();
+        let what = format!("memory {memory}, {} ring slots", e.stats().ring_slots);
+        assert_eq!(edges.into_inner().unwrap(), want_edges, "{what}");
+        assert_eq!(hints.into_inner().unwrap(), want_hints, "{what}");
+        slots_seen.push(e.stats().ring_slots);
+    }
+    assert!(
+        slots_seen.contains(&2) && slots_seen.contains(&4),
+        "ring slots seen {slots_seen:?}"
+    );
+}

@@ -18,5 +18,7 @@ pub mod vertex;
 
 pub use error::{EngineError, Result};
 pub use jobs::{IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats};
-pub use stream::{BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine, StreamStats};
+pub use stream::{
+    prefetch, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine, StreamStats, AHEAD,
+};
 pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};

@@ -61,6 +61,29 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, sync_channel};
 use std::time::Instant;
 
+/// Reader threads of the loader: two block reads in flight when the ring has
+/// two slots or more.
+const READERS: usize = 2;
+
+/// How many edges ahead of the one being applied [`StreamEngine::exec_ahead`]
+/// hints a target (about a memory latency's worth of edge work).
+pub const AHEAD: usize = 32;
+
+/// Starts loading `slice[i]` into the cache (a hint: no effect on any value, and
+/// nothing happens when `i` is out of bounds or the platform has no prefetch).
+#[inline(always)]
+pub fn prefetch<T>(slice: &[T], i: u32) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(i as usize) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults
+        // nor writes: it only starts a cache fill for a live element's address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
+
 /// The order blocks are streamed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -138,7 +161,8 @@ pub struct StreamStats {
     pub io_wait_seconds: f64,
     /// Compute thread applying edge functions.
     pub compute_seconds: f64,
-    /// Loader thread inside reads.
+    /// Reader threads inside reads, summed over the readers (two requests may be
+    /// in flight at once).
     pub read_seconds: f64,
     pub sort_seconds: f64,
     pub ring_slots: usize,
@@ -390,6 +414,35 @@ impl<'s> StreamEngine<'s> {
     where
         F: Fn(&Ctx, u32, u32, f32) + Sync,
     {
+        self.exec_ahead(mode, |_| {}, f)
+    }
+
+    /// [`StreamEngine::exec`] with a look-ahead hint: `ahead(v)` is called for the
+    /// targets [`AHEAD`] edges beyond the one being applied (in the block's
+    /// storage order, within one thread's share), so the edge function's random
+    /// accesses to target state can be started early — typically
+    /// [`prefetch`]`(array, v)`. It must have no effect on the result; the
+    /// iteration is exactly `exec`'s. One-pass union-find on a Kronecker graph
+    /// runs about twice as fast with it, its parent loads no longer waiting on
+    /// memory one at a time.
+    ///
+    /// ```no_run
+    /// # fn f(engine: &mut outcore_engine::StreamEngine) -> outcore_engine::Result<()> {
+    /// use outcore_engine::{prefetch, Mode};
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// let deg = engine.alloc::<u32>("in-degree", 0)?;
+    /// let d = deg.atomic();
+    /// engine.activate_all();
+    /// engine.exec_ahead(Mode::Multi, |v| prefetch(d, v), |_ctx, _u, v, _w| {
+    ///     d[v as usize].fetch_add(1, Relaxed);
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn exec_ahead<P, F>(&mut self, mode: Mode, ahead: P, f: F) -> Result<u64>
+    where
+        P: Fn(u32) + Sync,
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+    {
         let order = self.order();
         let grid = &self.grid;
         let active = &self.active;
@@ -416,37 +469,52 @@ impl<'s> StreamEngine<'s> {
         let this = &*self;
         let mut local = StreamStats::default();
         let read_ns = AtomicU64::new(0);
+        // Readers: block k of `todo` is read by reader k % readers, into one of
+        // that reader's own ring slots, so two requests are in flight (the device
+        // is faster at queue depth 2) and the consumer still takes blocks in order.
+        // Each reader owning its slots rules out a deadlock: block k's reader has
+        // had every one of its earlier blocks consumed, so a slot comes back to it.
+        let readers = slots.min(READERS);
         std::thread::scope(|s| -> Result<()> {
-            let (full_tx, full_rx) = sync_channel::<Result<RawBlock>>(slots);
-            let (free_tx, free_rx) = channel::<RawBlock>();
-            for _ in 0..slots {
-                let _ = free_tx.send(RawBlock::default());
-            }
-            let read_ns = &read_ns;
-            let todo = &todo;
-            s.spawn(move || {
-                for &(r, c) in todo {
-                    let Ok(mut buf) = free_rx.recv() else { return };
-                    let t = Instant::now();
-                    let res = grid.read_block_into(r, c, weights, &mut buf);
-                    read_ns.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
-                    let failed = res.is_err();
-                    if full_tx.send(res.map(|_| buf).map_err(Into::into)).is_err() || failed {
-                        return;
-                    }
+            let mut fulls = Vec::with_capacity(readers);
+            let mut frees = Vec::with_capacity(readers);
+            for i in 0..readers {
+                let mine = slots / readers + usize::from(i < slots % readers);
+                let (full_tx, full_rx) = sync_channel::<Result<RawBlock>>(mine);
+                let (free_tx, free_rx) = channel::<RawBlock>();
+                for _ in 0..mine {
+                    let _ = free_tx.send(RawBlock::default());
                 }
-            });
-            loop {
+                fulls.push(full_rx);
+                frees.push(free_tx);
+                let read_ns = &read_ns;
+                let todo = &todo;
+                s.spawn(move || {
+                    for &(r, c) in todo.iter().skip(i).step_by(readers) {
+                        let Ok(mut buf) = free_rx.recv() else { return };
+                        let t = Instant::now();
+                        let res = grid.read_block_into(r, c, weights, &mut buf);
+                        read_ns.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                        let failed = res.is_err();
+                        if full_tx.send(res.map(|_| buf).map_err(Into::into)).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
+            }
+            for k in 0..todo.len() {
                 let t = Instant::now();
-                let Ok(msg) = full_rx.recv() else { break };
+                let Ok(msg) = fulls[k % readers].recv() else {
+                    break;
+                };
                 local.io_wait_seconds += t.elapsed().as_secs_f64();
                 let block = msg?;
                 let t = Instant::now();
-                this.process(&block, mode, &f, &mut local);
+                this.process(&block, mode, &ahead, &f, &mut local);
                 local.compute_seconds += t.elapsed().as_secs_f64();
                 local.blocks_read += 1;
                 this.observer.block_done(block.num_edges() as u64);
-                let _ = free_tx.send(block);
+                let _ = frees[k % readers].send(block);
             }
             Ok(())
         })?;
@@ -476,8 +544,9 @@ impl<'s> StreamEngine<'s> {
 
     /// Processes one loaded block: the first pass over its active sources, then
     /// re-entry passes over the sources it activated, up to MRT passes.
-    fn process<F>(&self, b: &RawBlock, mode: Mode, f: &F, st: &mut StreamStats)
+    fn process<P, F>(&self, b: &RawBlock, mode: Mode, ahead: &P, f: &F, st: &mut StreamStats)
     where
+        P: Fn(u32) + Sync,
         F: Fn(&Ctx, u32, u32, f32) + Sync,
     {
         let rows = self.store.interval(b.row);
@@ -492,7 +561,7 @@ impl<'s> StreamEngine<'s> {
                 rows: rows.clone(),
                 changed: AtomicBool::new(false),
             };
-            let (edges, skipped) = self.run_pass(b, filter, mode, f, &ctx);
+            let (edges, skipped) = self.run_pass(b, filter, mode, ahead, f, &ctx);
             st.edges_processed += edges;
             st.sources_skipped += skipped;
             passes += 1;
@@ -510,15 +579,17 @@ impl<'s> StreamEngine<'s> {
 
     /// One pass over the block's sources set in `filter`; returns (edges applied,
     /// sources skipped).
-    fn run_pass<F>(
+    fn run_pass<P, F>(
         &self,
         b: &RawBlock,
         filter: &AtomicBitmap,
         mode: Mode,
+        ahead: &P,
         f: &F,
         ctx: &Ctx,
     ) -> (u64, u64)
     where
+        P: Fn(u32) + Sync,
         F: Fn(&Ctx, u32, u32, f32) + Sync,
     {
         let (srcs, offs, dsts, ws) = (b.srcs(), b.offs(), b.dsts(), b.weights());
@@ -528,6 +599,8 @@ impl<'s> StreamEngine<'s> {
         let asyn = !std::ptr::eq(filter, &self.active);
         let run = |ks: Range<usize>| -> (u64, u64) {
             let (mut edges, mut skipped) = (0u64, 0u64);
+            // The targets this share ends with, for the look-ahead hint.
+            let end = offs[ks.end] as usize;
             for k in ks {
                 let u = srcs[k];
                 if !(filter.get(u) || asyn && ctx.reenter.get(u)) {
@@ -535,6 +608,12 @@ impl<'s> StreamEngine<'s> {
                     continue;
                 }
                 let (a, z) = (offs[k] as usize, offs[k + 1] as usize);
+                // Hint the targets AHEAD edges beyond this run's: consecutive
+                // runs tile the share, so each target is hinted once, AHEAD edges
+                // before it is applied.
+                for &v in &dsts[(a + AHEAD).min(end)..(z + AHEAD).min(end)] {
+                    ahead(v);
+                }
                 match ws {
                     Some(w) => {
                         for x in a..z {

@@ -76,6 +76,19 @@ impl AlignedBuf {
     }
 }
 
+impl Default for AlignedBuf {
+    /// One aligned page.
+    fn default() -> AlignedBuf {
+        AlignedBuf::new(0)
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} bytes)", self.cap)
+    }
+}
+
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         let layout = Layout::from_size_align(self.cap, ALIGN).expect("aligned layout");
@@ -208,6 +221,40 @@ impl InFile {
                 Ok(())
             }
         }
+    }
+
+    /// Reads exactly `len` bytes at `offset` into `buf` (grown when too small, its
+    /// memory reused otherwise) with no intermediate copy, and returns where in
+    /// `buf` they start. With O_DIRECT the request is widened to whole aligned
+    /// pages (so the start is `offset`'s distance from the page boundary, and the
+    /// bytes counted as read are the pages read); otherwise the bytes start at 0.
+    pub fn read_exact_into(&self, offset: u64, len: usize, buf: &mut AlignedBuf) -> Result<usize> {
+        if offset + len as u64 > self.len {
+            return Err(self.short(offset, len));
+        }
+        let (start, end) = if self.direct && self.map.is_none() {
+            let start = offset & !(ALIGN as u64 - 1);
+            (
+                start,
+                (offset + len as u64).div_ceil(ALIGN as u64) * ALIGN as u64,
+            )
+        } else {
+            (offset, offset + len as u64)
+        };
+        let want = (end - start) as usize;
+        if buf.capacity() < want {
+            *buf = AlignedBuf::new(want);
+        }
+        let skip = (offset - start) as usize;
+        if self.direct && self.map.is_none() {
+            let got = self.read_direct(start, &mut buf.as_mut_slice()[..want])?;
+            if got < skip + len {
+                return Err(self.short(offset, len));
+            }
+        } else {
+            self.read_exact_at(offset, &mut buf.as_mut_slice()[..len])?;
+        }
+        Ok(skip)
     }
 
     /// One O_DIRECT request: `offset` and `buf.len()` must be multiples of [`ALIGN`]

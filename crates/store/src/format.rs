@@ -18,7 +18,7 @@
 //! refused with a [`StoreError::Corrupt`] naming the file and the reason.
 
 use crate::error::{corrupt, Result};
-use outcore_io::{InFile, IoStats, OutFile, ReadMode};
+use outcore_io::{AlignedBuf, InFile, IoStats, OutFile, ReadMode};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -277,6 +277,17 @@ impl LayoutFile {
     /// Reads `len` payload bytes at payload offset `offset`.
     pub fn read_payload(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         Ok(self.file.read_exact_at(HEADER_LEN + offset, buf)?)
+    }
+
+    /// Reads `len` payload bytes at payload offset `offset` into `buf` without a
+    /// bounce copy ([`InFile::read_exact_into`]); returns where they start in it.
+    pub fn read_payload_into(
+        &self,
+        offset: u64,
+        len: usize,
+        buf: &mut AlignedBuf,
+    ) -> Result<usize> {
+        Ok(self.file.read_exact_into(HEADER_LEN + offset, len, buf)?)
     }
 
     /// Reads the whole payload as a vector of `T`, checking the CRC.

@@ -10,7 +10,7 @@
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::{FileKind, LayoutFile};
 use crate::manifest::Manifest;
-use outcore_io::{IoStats, ReadMode};
+use outcore_io::{AlignedBuf, IoStats, ReadMode};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,19 +72,28 @@ impl Block {
 }
 
 /// A grid block in one reusable buffer (no copies): the raw sources, offsets,
-/// targets and weights sections exactly as stored. The streaming engine keeps a
-/// ring of these.
+/// targets and weights sections exactly as stored, read straight into an aligned
+/// buffer (O_DIRECT reads land in it without a bounce copy). The streaming engine
+/// keeps a ring of these.
 #[derive(Debug, Default)]
 pub struct RawBlock {
     pub row: u32,
     pub col: u32,
-    raw: Vec<u32>,
+    buf: AlignedBuf,
+    /// Where the block's bytes start in `buf` (a multiple of 4: blocks hold u32s
+    /// and start at 4-byte offsets of the file).
+    start: usize,
+    words: usize,
     s: usize,
     e: usize,
     weighted: bool,
 }
 
 impl RawBlock {
+    #[inline]
+    fn raw(&self) -> &[u32] {
+        bytemuck::cast_slice(&self.buf.as_slice()[self.start..self.start + 4 * self.words])
+    }
     pub fn num_sources(&self) -> usize {
         self.s
     }
@@ -93,7 +102,7 @@ impl RawBlock {
     }
     /// The distinct sources, ascending.
     pub fn srcs(&self) -> &[u32] {
-        &self.raw[..self.s]
+        &self.raw()[..self.s]
     }
     /// `offs()[k]..offs()[k + 1]` is source `k`'s run in [`RawBlock::dsts`]
     /// (`[0]` for an empty block).
@@ -101,14 +110,14 @@ impl RawBlock {
         if self.e == 0 {
             &[0]
         } else {
-            &self.raw[self.s..2 * self.s + 1]
+            &self.raw()[self.s..2 * self.s + 1]
         }
     }
     pub fn dsts(&self) -> &[u32] {
         if self.e == 0 {
             &[]
         } else {
-            &self.raw[2 * self.s + 1..2 * self.s + 1 + self.e]
+            &self.raw()[2 * self.s + 1..2 * self.s + 1 + self.e]
         }
     }
     /// The weights, when read with them.
@@ -118,12 +127,12 @@ impl RawBlock {
         } else if self.e == 0 {
             Some(&[])
         } else {
-            Some(bytemuck::cast_slice(&self.raw[2 * self.s + 1 + self.e..]))
+            Some(bytemuck::cast_slice(&self.raw()[2 * self.s + 1 + self.e..]))
         }
     }
     /// Bytes of buffer held.
     pub fn capacity_bytes(&self) -> u64 {
-        self.raw.capacity() as u64 * 4
+        self.buf.capacity() as u64
     }
 }
 
@@ -482,16 +491,19 @@ impl GridReader {
         buf.weighted = want_w;
         buf.s = e.sources as usize;
         buf.e = e.edges as usize;
-        buf.raw.clear();
+        buf.start = 0;
+        buf.words = 0;
         if e.edges == 0 {
             buf.s = 0;
             return Ok(());
         }
-        let len = self.block_read_bytes(row, col, with_weights);
-        buf.raw.resize((len / 4) as usize, 0);
-        self.data
-            .read_payload(e.offset, bytemuck::cast_slice_mut(&mut buf.raw))?;
-        let bytes: &[u8] = bytemuck::cast_slice(&buf.raw);
+        let len = self.block_read_bytes(row, col, with_weights) as usize;
+        buf.start = self.data.read_payload_into(e.offset, len, &mut buf.buf)?;
+        if !buf.start.is_multiple_of(4) {
+            return Err(self.damaged(row, col, "block offset is not a multiple of 4"));
+        }
+        buf.words = len / 4;
+        let bytes: &[u8] = &buf.buf.as_slice()[buf.start..buf.start + len];
         let topo = e.topology_bytes() as usize;
         if crc32fast::hash(&bytes[..topo]) != e.crc_topology {
             return Err(self.damaged(row, col, "checksum mismatch: the block is damaged"));
