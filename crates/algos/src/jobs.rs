@@ -11,7 +11,7 @@
 //! LDBC Graphalytics defines it (see [`crate::pagerank`]).
 
 use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
-use outcore_engine::{Job, JobCtx};
+use outcore_engine::{prefetch, Job, JobCtx};
 use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
 use outcore_store::{IdMap, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -182,6 +182,12 @@ impl Job for Bfs {
     fn init(&mut self, active: &AtomicBitmap) {
         seed_root(&self.st, self.root, active);
     }
+    fn ahead(&self, dsts: &[u32]) {
+        let a = self.st.atomic();
+        for &v in dsts {
+            prefetch(a, v);
+        }
+    }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.st.atomic();
         let du = a[u as usize].load(Relaxed) >> 32;
@@ -232,6 +238,12 @@ impl Job for Sssp {
     }
     fn init(&mut self, active: &AtomicBitmap) {
         seed_root(&self.st, self.root, active);
+    }
+    fn ahead(&self, dsts: &[u32]) {
+        let a = self.st.atomic();
+        for &v in dsts {
+            prefetch(a, v);
+        }
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
         let a = self.st.atomic();
@@ -295,6 +307,12 @@ impl Job for Wcc {
             *l = v as u32;
         }
         active.set_all();
+    }
+    fn ahead(&self, dsts: &[u32]) {
+        let a = self.label.atomic();
+        for &v in dsts {
+            prefetch(a, v);
+        }
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.label.atomic();
@@ -362,6 +380,12 @@ impl PageRank {
 impl Job for PageRank {
     fn init(&mut self, active: &AtomicBitmap) {
         self.prepare(active);
+    }
+    fn ahead(&self, dsts: &[u32]) {
+        let a = self.sum.atomic();
+        for &v in dsts {
+            prefetch(a, v);
+        }
     }
     fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let share = self.contrib[u as usize];

@@ -49,7 +49,7 @@
 //! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated); selective loads read only index and run bytes and
 //! whole loads check the sub-block's checksums.
 
-use crate::{EngineError, Result};
+use crate::{EngineError, Result, AHEAD};
 use outcore_io::{DeviceProfile, IoSnapshot};
 use outcore_state::AtomicBitmap;
 use outcore_store::reader::{Block, RawBlock};
@@ -144,6 +144,10 @@ pub trait Job: Send + Sync {
     /// as one run of a loaded sub-block: targets `dsts`, weights `ws` when read with
     /// weights (else every weight is 1). Runs on many threads at once (atomics).
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>);
+    /// A look-ahead hint: targets whose edges [`Job::edges`] will see about
+    /// [`crate::AHEAD`] edges later (in the same task); a job may prefetch their
+    /// state (see [`crate::prefetch`]). Must not change any value.
+    fn ahead(&self, _dsts: &[u32]) {}
     /// After the iteration (`iteration` counts from 1), with `next` holding what the
     /// edge functions activated (the job may add more, e.g. all vertices). Returns
     /// true when the job has finished; an error stops the whole run.
@@ -249,12 +253,16 @@ fn process(
             let s = &slots[k];
             let ctx = JobCtx { next: &s.next };
             let mut edges = 0u64;
+            let end = offs[b] as usize;
             for x in a..b {
                 let u = srcs[x];
                 if !pick(k, u) {
                     continue;
                 }
                 let (ea, eb) = (offs[x] as usize, offs[x + 1] as usize);
+                // The targets AHEAD edges beyond this run (runs tile the task).
+                s.job
+                    .ahead(&dsts[(ea + AHEAD).min(end)..(eb + AHEAD).min(end)]);
                 s.job.edges(&ctx, u, &dsts[ea..eb], ws.map(|w| &w[ea..eb]));
                 edges += (offs[x + 1] - offs[x]) as u64;
             }
