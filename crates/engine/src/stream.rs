@@ -3,10 +3,15 @@
 //! # Design
 //! * **Workflow (§4.1).** [`StreamEngine::exec`] runs one iteration: the grid's
 //!   blocks are visited in a [`BlockOrder`] — row-major `(0,0),(0,1),…,(1,0)`, the
-//!   order CLIP uses for union-find locality (§4.4), or column-major. A loader
-//!   thread reads the blocks into a bounded ring of reusable buffers
-//!   ([`RawBlock`]) while the caller's thread (or a rayon pool) processes the
-//!   block before, so I/O overlaps compute (§4.3).
+//!   order CLIP uses for union-find locality (§4.4), or column-major. Two reader
+//!   threads read the blocks (block k by reader k % 2, two requests in flight)
+//!   straight into a bounded ring of reusable aligned buffers ([`RawBlock`]),
+//!   each reader owning half the ring, while the caller's thread (or a rayon pool)
+//!   processes the blocks in order, so I/O overlaps compute (§4.3).
+//! * **Look-ahead.** [`StreamEngine::exec_ahead`] calls a hint for each target
+//!   [`AHEAD`] edges before its edge function runs; algorithms [`prefetch`] the
+//!   target's state there. Not in the paper: random vertex accesses are what an
+//!   edge function waits on once the edges stream at disk speed.
 //! * **Selective scheduling (§4.2, §4.3).** The active set is an atomic bitmap. A
 //!   block whose source interval holds no active vertex is not read at all (block
 //!   skipping); inside a block, an inactive source's whole run is skipped with one
