@@ -11,7 +11,7 @@
 //! LDBC Graphalytics defines it (see [`crate::pagerank`]).
 
 use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
-use outcore_engine::{prefetch, Job, JobCtx};
+use outcore_engine::{prefetch_each, Job, JobCtx};
 use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
 use outcore_store::{IdMap, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -183,10 +183,7 @@ impl Job for Bfs {
         seed_root(&self.st, self.root, active);
     }
     fn ahead(&self, dsts: &[u32]) {
-        let a = self.st.atomic();
-        for &v in dsts {
-            prefetch(a, v);
-        }
+        prefetch_each(self.st.atomic(), dsts);
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.st.atomic();
@@ -240,10 +237,7 @@ impl Job for Sssp {
         seed_root(&self.st, self.root, active);
     }
     fn ahead(&self, dsts: &[u32]) {
-        let a = self.st.atomic();
-        for &v in dsts {
-            prefetch(a, v);
-        }
+        prefetch_each(self.st.atomic(), dsts);
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
         let a = self.st.atomic();
@@ -309,10 +303,7 @@ impl Job for Wcc {
         active.set_all();
     }
     fn ahead(&self, dsts: &[u32]) {
-        let a = self.label.atomic();
-        for &v in dsts {
-            prefetch(a, v);
-        }
+        prefetch_each(self.label.atomic(), dsts);
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.label.atomic();
@@ -382,10 +373,7 @@ impl Job for PageRank {
         self.prepare(active);
     }
     fn ahead(&self, dsts: &[u32]) {
-        let a = self.sum.atomic();
-        for &v in dsts {
-            prefetch(a, v);
-        }
+        prefetch_each(self.sum.atomic(), dsts);
     }
     fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let share = self.contrib[u as usize];

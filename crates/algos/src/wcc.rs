@@ -33,22 +33,21 @@ fn find(pa: &[AtomicU32], mut x: u32) -> u32 {
 }
 
 /// Joins the sets of `u` and `v`; the larger root points to the smaller.
-/// Returns the root of the joined set (as seen by this thread).
 #[inline]
-pub fn union(pa: &[AtomicU32], u: u32, v: u32) -> u32 {
+pub fn union(pa: &[AtomicU32], u: u32, v: u32) {
     let (mut a, mut b) = (u, v);
     loop {
         a = find(pa, a);
         b = find(pa, b);
         if a == b {
-            return a;
+            return;
         }
         let (hi, lo) = if a > b { (a, b) } else { (b, a) };
         if pa[hi as usize]
             .compare_exchange(hi, lo, Relaxed, Relaxed)
             .is_ok()
         {
-            return lo;
+            return;
         }
     }
 }
@@ -64,13 +63,7 @@ pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
         let a = pa.atomic();
         // Each target's parent slot is prefetched AHEAD edges early: the targets
         // are random within the block's column interval.
-        e.exec_ahead(
-            Mode::Multi,
-            |v| prefetch(a, v),
-            |_, u, v, _| {
-                union(a, u, v);
-            },
-        )?;
+        e.exec_ahead(Mode::Multi, |v| prefetch(a, v), |_, u, v, _| union(a, u, v))?;
     }
     // Flatten: ascending order, parents are smaller and already final.
     let mut components = 0u64;

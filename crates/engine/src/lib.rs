@@ -19,6 +19,7 @@ pub mod vertex;
 pub use error::{EngineError, Result};
 pub use jobs::{IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats};
 pub use stream::{
-    prefetch, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine, StreamStats, AHEAD,
+    prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
+    StreamStats, AHEAD,
 };
 pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};

@@ -89,6 +89,14 @@ pub fn prefetch<T>(slice: &[T], i: u32) {
     let _ = (slice, i);
 }
 
+/// [`prefetch`] of `slice[v]` for every `v` in `vs` (a [`crate::Job::ahead`] body).
+#[inline(always)]
+pub fn prefetch_each<T>(slice: &[T], vs: &[u32]) {
+    for &v in vs {
+        prefetch(slice, v);
+    }
+}
+
 /// The order blocks are streamed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

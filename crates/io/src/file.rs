@@ -202,14 +202,8 @@ impl InFile {
                 Ok(())
             }
             _ if self.direct => {
-                let start = offset & !(ALIGN as u64 - 1);
-                let end = (offset + buf.len() as u64).div_ceil(ALIGN as u64) * ALIGN as u64;
-                let mut tmp = AlignedBuf::new((end - start) as usize);
-                let got = self.read_direct(start, tmp.as_mut_slice())?;
-                let skip = (offset - start) as usize;
-                if got < skip + buf.len() {
-                    return Err(self.short(offset, buf.len()));
-                }
+                let mut tmp = AlignedBuf::default();
+                let skip = self.read_exact_into(offset, buf.len(), &mut tmp)?;
                 buf.copy_from_slice(&tmp.as_slice()[skip..skip + buf.len()]);
                 Ok(())
             }
@@ -232,27 +226,23 @@ impl InFile {
         if offset + len as u64 > self.len {
             return Err(self.short(offset, len));
         }
-        let (start, end) = if self.direct && self.map.is_none() {
-            let start = offset & !(ALIGN as u64 - 1);
-            (
-                start,
-                (offset + len as u64).div_ceil(ALIGN as u64) * ALIGN as u64,
-            )
-        } else {
-            (offset, offset + len as u64)
-        };
+        if !self.direct {
+            if buf.capacity() < len {
+                *buf = AlignedBuf::new(len);
+            }
+            self.read_exact_at(offset, &mut buf.as_mut_slice()[..len])?;
+            return Ok(0);
+        }
+        let start = offset & !(ALIGN as u64 - 1);
+        let end = (offset + len as u64).div_ceil(ALIGN as u64) * ALIGN as u64;
         let want = (end - start) as usize;
         if buf.capacity() < want {
             *buf = AlignedBuf::new(want);
         }
         let skip = (offset - start) as usize;
-        if self.direct && self.map.is_none() {
-            let got = self.read_direct(start, &mut buf.as_mut_slice()[..want])?;
-            if got < skip + len {
-                return Err(self.short(offset, len));
-            }
-        } else {
-            self.read_exact_at(offset, &mut buf.as_mut_slice()[..len])?;
+        let got = self.read_direct(start, &mut buf.as_mut_slice()[..want])?;
+        if got < skip + len {
+            return Err(self.short(offset, len));
         }
         Ok(skip)
     }
