@@ -323,7 +323,7 @@ impl<'s> JobsEngine<'s> {
     /// bytes. A group of small runs of contiguous ids is read as one request per
     /// sub-block it spans (min(P, its edges)), each at least one 4 KiB page, so S_ran
     /// is charged as what the device really transfers.
-    fn alg1(&self, active: &[u32], edge_bytes: u64) -> (f64, f64) {
+    fn alg1(&self, active: &[u32], edge_bytes: f64) -> (f64, f64) {
         let p = self.store.partitions() as u64;
         let b = self.cfg.io_block as f64;
         let (mut s_seq, mut s_ran) = (0.0, 0.0);
@@ -346,7 +346,7 @@ impl<'s> JobsEngine<'s> {
                 continue;
             }
             let k = d.min(p) as f64;
-            let run = (d * edge_bytes) as f64 / k;
+            let run = d as f64 * edge_bytes / k;
             let contiguous = prev.is_some_and(|(id, _)| id + 1 == v);
             let seq = if contiguous && prev.is_some_and(|(_, s)| s) {
                 s_seq += run * k;
@@ -359,7 +359,7 @@ impl<'s> JobsEngine<'s> {
                     s_seq += run * k;
                     true
                 } else {
-                    pending.0 += (d * edge_bytes) as f64;
+                    pending.0 += d as f64 * edge_bytes;
                     pending.1 += d;
                     false
                 }
@@ -377,11 +377,10 @@ impl<'s> JobsEngine<'s> {
         let grid = self.store.grid()?;
         let io = self.store.stats().clone();
         let weighted_any = jobs.iter().any(|j| j.weighted());
-        let edge_bytes = if weighted_any && self.store.weighted() {
-            8
-        } else {
-            4
-        };
+        // Bytes per stored edge: a packed local id (store format 2), plus a weight.
+        let with_weights = weighted_any && self.store.weighted();
+        let edge_bytes = outcore_store::codec::id_bits(self.store.manifest().interval) as f64 / 8.0
+            + if with_weights { 4.0 } else { 0.0 };
         let mut slots: Vec<Slot> = jobs
             .iter_mut()
             .map(|j| {
@@ -435,7 +434,7 @@ impl<'s> JobsEngine<'s> {
             let mut index_blocks = 0u64;
             for &r in &rows {
                 for c in 0..p {
-                    c_s_bytes += grid.block_read_bytes(r, c, edge_bytes == 8);
+                    c_s_bytes += grid.block_read_bytes(r, c, with_weights);
                     index_bytes += grid.entry(r, c).index_bytes();
                     index_blocks += (grid.entry(r, c).edges > 0) as u64;
                 }
@@ -490,10 +489,10 @@ impl<'s> JobsEngine<'s> {
                     let mut bytes = 0;
                     while h < cols.len()
                         && (h == g
-                            || bytes + grid.block_read_bytes(r, cols[h], weights)
+                            || bytes + grid.block_memory_bytes(r, cols[h], weights)
                                 <= self.cfg.memory / 3)
                     {
-                        bytes += grid.block_read_bytes(r, cols[h], weights);
+                        bytes += grid.block_memory_bytes(r, cols[h], weights);
                         h += 1;
                     }
                     units.push(Unit {

@@ -261,7 +261,7 @@ impl<'s> StreamEngine<'s> {
         let mut rest = cfg.memory.saturating_sub(fixed);
         let max_block = (0..p)
             .flat_map(|r| (0..p).map(move |c| (r, c)))
-            .map(|(r, c)| grid.block_read_bytes(r, c, true))
+            .map(|(r, c)| grid.block_memory_bytes(r, c, true))
             .max()
             .unwrap_or(0)
             .max(4);

@@ -6,7 +6,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `OUTCORE\0` |
-//! | 8 | 4 | format version (u32 LE, currently 1) |
+//! | 8 | 4 | format version (u32 LE, currently 2) |
 //! | 12 | 4 | file kind (u32 LE, see [`FileKind`]) |
 //! | 16 | 8 | payload length in bytes (u64 LE) |
 //! | 24 | 8 | element count (u64 LE; meaning per kind) |
@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub const MAGIC: &[u8; 8] = b"OUTCORE\0";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 pub const HEADER_LEN: u64 = 4096;
 
 /// What a store file holds.

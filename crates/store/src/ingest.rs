@@ -30,6 +30,7 @@
 //! killed ingest leaves no store that opens, and the next ingest removes the
 //! leftovers of a dead one.
 
+use crate::codec::BlockPacker;
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
@@ -1020,23 +1021,6 @@ fn count_in_degrees(
     w.finish(n)
 }
 
-/// Bytes a block occupies in `grid.data`: sources, offsets (one more), targets,
-/// weights; an empty block occupies nothing.
-pub fn block_bytes(edges: u64, sources: u64, weighted: bool) -> u64 {
-    if edges == 0 {
-        0
-    } else {
-        4 * sources + 4 * (sources + 1) + 4 * edges * (1 + weighted as u64)
-    }
-}
-
-struct BlockFill {
-    srcs: Vec<u32>,
-    offs: Vec<u32>,
-    dsts: Vec<u32>,
-    ws: Vec<f32>,
-}
-
 /// Builds `grid.index` and `grid.data` from the out-edge CSR, row by row.
 fn build_grid<R: Record>(
     c: &Ctx,
@@ -1077,6 +1061,7 @@ fn build_grid<R: Record>(
     };
     let mut index = vec![BlockEntry::default(); pp * pp];
     let mut total = 0u64;
+    let bits = crate::codec::id_bits(interval);
     for b in 0..pp * pp {
         if block_edges[b] > u32::MAX as u64 {
             return Err(StoreError::Invalid(format!(
@@ -1087,10 +1072,8 @@ fn build_grid<R: Record>(
                 u32::MAX
             )));
         }
-        index[b].offset = total;
-        index[b].edges = block_edges[b];
-        index[b].sources = block_sources[b] as u32;
-        total += block_bytes(block_edges[b], block_sources[b], weighted);
+        index[b] = BlockEntry::new(total, block_edges[b], block_sources[b], bits);
+        total += index[b].shape().block_bytes(weighted);
     }
     let mut data = LayoutWriter::create(
         &store.join("grid.data"),
@@ -1101,14 +1084,6 @@ fn build_grid<R: Record>(
     let mut file_crc = crc32fast::Hasher::new();
     let chunk_cap = (c.opts.memory / 8 / (8 + 8 * weighted as u64)).max(1 << 16);
     let mut done = 0u64;
-    let mut fills: Vec<BlockFill> = (0..pp)
-        .map(|_| BlockFill {
-            srcs: vec![],
-            offs: vec![],
-            dsts: vec![],
-            ws: vec![],
-        })
-        .collect();
     let mut tbuf: Vec<u32> = Vec::new();
     let mut wbuf: Vec<f32> = Vec::new();
     for i in 0..pp {
@@ -1116,9 +1091,37 @@ fn build_grid<R: Record>(
         let hi = ((i as u64 + 1) * interval).min(n);
         let mut row_offs = vec![0u64; (hi - lo + 1) as usize];
         offsets.read_payload(lo * 8, bytemuck::cast_slice_mut(&mut row_offs))?;
-        let mut src_done = vec![0u64; pp];
-        let mut edge_done = vec![0u64; pp];
+        // Each block's sections are packed as its runs arrive and drained to their
+        // places in grid.data after every chunk (whole words only; a partial last
+        // word waits for the next chunk or the block's end).
+        let mut packers: Vec<BlockPacker> = (0..pp)
+            .map(|j| {
+                BlockPacker::new(
+                    &index[i * pp + j].shape(),
+                    lo as u32,
+                    (j as u64 * interval) as u32,
+                )
+            })
+            .collect();
         let mut h: Vec<[crc32fast::Hasher; 4]> = (0..pp).map(|_| Default::default()).collect();
+        let drain = |data: &mut LayoutWriter,
+                     e: &BlockEntry,
+                     bp: &mut BlockPacker,
+                     h: &mut [crc32fast::Hasher; 4]|
+         -> Result<()> {
+            let sh = e.shape();
+            let starts = [
+                0,
+                sh.source_words(),
+                sh.source_words() + sh.offset_words(),
+                sh.topology_bytes() / 4,
+            ];
+            bp.drain(|k, at, words| {
+                let bytes: &[u8] = bytemuck::cast_slice(words);
+                h[k].update(bytes);
+                data.write_payload_at(e.offset + 4 * (starts[k] + at), bytes)
+            })
+        };
         let mut a = 0usize;
         let nrow = (hi - lo) as usize;
         while a < nrow {
@@ -1143,44 +1146,16 @@ fn build_grid<R: Record>(
                     let j = (list[k] as u64 / interval) as usize;
                     let bound = ((j as u64 + 1) * interval).min(u32::MAX as u64 + 1);
                     let end = k + list[k..].partition_point(|&v| (v as u64) < bound);
-                    let f = &mut fills[j];
-                    f.srcs.push(u);
-                    f.offs.push((edge_done[j] + f.dsts.len() as u64) as u32);
-                    f.dsts.extend_from_slice(&list[k..end]);
+                    let bp = &mut packers[j];
+                    bp.run(u, list[k..end].iter().copied());
                     if weighted {
-                        f.ws.extend_from_slice(&wbuf[s + k..s + end]);
+                        bp.weights(wbuf[s + k..s + end].iter().copied());
                     }
                     k = end;
                 }
             }
             for j in 0..pp {
-                let f = &mut fills[j];
-                if f.srcs.is_empty() {
-                    continue;
-                }
-                let e = &index[i * pp + j];
-                let (s_tot, e_tot) = (e.sources as u64, e.edges);
-                let base = e.offset;
-                let sb: &[u8] = bytemuck::cast_slice(&f.srcs);
-                let ob: &[u8] = bytemuck::cast_slice(&f.offs);
-                let db: &[u8] = bytemuck::cast_slice(&f.dsts);
-                data.write_payload_at(base + 4 * src_done[j], sb)?;
-                data.write_payload_at(base + 4 * s_tot + 4 * src_done[j], ob)?;
-                data.write_payload_at(base + 8 * s_tot + 4 + 4 * edge_done[j], db)?;
-                h[j][0].update(sb);
-                h[j][1].update(ob);
-                h[j][2].update(db);
-                if weighted {
-                    let wb: &[u8] = bytemuck::cast_slice(&f.ws);
-                    data.write_payload_at(base + 8 * s_tot + 4 + 4 * e_tot + 4 * edge_done[j], wb)?;
-                    h[j][3].update(wb);
-                }
-                src_done[j] += f.srcs.len() as u64;
-                edge_done[j] += f.dsts.len() as u64;
-                f.srcs.clear();
-                f.offs.clear();
-                f.dsts.clear();
-                f.ws.clear();
+                drain(&mut data, &index[i * pp + j], &mut packers[j], &mut h[j])?;
             }
             done += e1 - e0;
             c.obs.advance(done, done);
@@ -1191,12 +1166,9 @@ fn build_grid<R: Record>(
             if e.edges == 0 {
                 continue;
             }
-            debug_assert_eq!(src_done[j], e.sources as u64);
-            debug_assert_eq!(edge_done[j], e.edges);
-            let sentinel = (e.edges as u32).to_le_bytes();
-            data.write_payload_at(e.offset + 8 * e.sources as u64, &sentinel)?;
-            let [hs, mut ho, hd, hw] = std::mem::take(&mut h[j]);
-            ho.update(&sentinel);
+            packers[j].finish();
+            drain(&mut data, e, &mut packers[j], &mut h[j])?;
+            let [hs, ho, hd, hw] = std::mem::take(&mut h[j]);
             let mut topo = hs;
             topo.combine(&ho);
             topo.combine(&hd);

@@ -4,7 +4,8 @@
 //! checksummed header of [`format`]. Layouts (DESIGN.md "Layouts"):
 //! * `grid.index` + `grid.data`: P x P blocks by (source interval, destination
 //!   interval), edges in a block sorted by source then destination, doubly
-//!   compressed (distinct sources, offsets, destinations, weights) — GridGraph's
+//!   compressed (distinct sources, offsets, destinations, weights) and bit-packed
+//!   as local ids ([`codec`]) — GridGraph's
 //!   2-level grid as described in CLIP (ATC'17 §4.1) with GraphCP's source-sorted
 //!   sub-blocks and per-source index (FCS'24 §3.2);
 //! * `csr.out.*` (and `csr.in.*`): page-aligned CSR for vertex-centric access;
@@ -13,6 +14,7 @@
 //! `docs/format.md` describes every byte. [`ingest`] builds stores out of core;
 //! [`reader`] opens and reads them; [`info`] summarises and verifies them.
 
+pub mod codec;
 pub mod error;
 pub mod format;
 pub mod info;

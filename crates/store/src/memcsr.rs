@@ -21,9 +21,9 @@
 //! smallest weight bits, is kept), the same block layout and CRCs. The caller
 //! checks that the records plus [`MemCsr::extra_bytes`] fit the budget.
 
+use crate::codec::{id_bits, BlockPacker};
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutWriter};
-use crate::ingest::block_bytes;
 use crate::reader::BlockEntry;
 use crate::sort::Record;
 use outcore_io::IoStats;
@@ -454,9 +454,14 @@ impl<A: Adj> MemCsr<A> {
         let pp = p as usize;
         let mut counts = vec![(0u64, 0u64); pp * pp];
         self.add_block_counts(0, p, interval, &mut counts);
-        let mut g = GridWriter::create(store, p, &counts, A::WEIGHTED, stats)?;
+        let mut g = GridWriter::create(store, p, interval, &counts, A::WEIGHTED, stats)?;
         drop(counts);
-        let widest = (0..pp).map(|i| g.row_bytes(i)).max().unwrap_or(0).max(1);
+        // A row is held twice while built: packed per block, then appended in order.
+        let widest = (0..pp)
+            .map(|i| 2 * g.row_bytes(i))
+            .max()
+            .unwrap_or(0)
+            .max(1);
         let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
         let mut i0 = 0usize;
         while i0 < pp {
@@ -468,62 +473,74 @@ impl<A: Adj> MemCsr<A> {
         g.finish(store, stats)
     }
 
-    /// One grid row as the 32-bit words of `grid.data` (blocks in column order:
-    /// sources, offsets + sentinel, targets, weights), and each block's topology
-    /// and weight CRCs.
+    /// One grid row as the 32-bit words of `grid.data` (blocks in column order,
+    /// each packed by [`BlockPacker`]: sources, offsets, targets, weights), and each
+    /// block's topology and weight CRCs. `row_lo` is the row's first vertex.
     fn grid_row(
         &self,
         blocks: &[BlockEntry],
         vbase: u64,
         (lo, hi): (usize, usize),
         interval: u64,
+        row_lo: u64,
     ) -> GridRow {
         let pp = blocks.len();
         let base = blocks[0].offset;
         let last = &blocks[pp - 1];
-        let bytes = last.offset + block_bytes(last.edges, last.sources as u64, A::WEIGHTED) - base;
-        let mut buf = vec![0u32; (bytes / 4) as usize];
-        let word = |b: &BlockEntry| ((b.offset - base) / 4) as usize;
-        let mut src_k = vec![0usize; pp];
-        let mut edge_k = vec![0usize; pp];
+        let bytes = last.offset + last.shape().block_bytes(A::WEIGHTED) - base;
+        let mut packers: Vec<BlockPacker> = (0..pp)
+            .map(|j| {
+                let mut bp = BlockPacker::new(
+                    &blocks[j].shape(),
+                    row_lo as u32,
+                    (j as u64 * interval) as u32,
+                );
+                if blocks[j].edges > 0 {
+                    let sh = blocks[j].shape();
+                    bp.sections[0].reserve(sh.source_words() as usize);
+                    bp.sections[1].reserve(sh.offset_words() as usize);
+                    bp.sections[2].reserve(sh.target_words() as usize);
+                    if A::WEIGHTED {
+                        bp.sections[3].reserve(blocks[j].edges as usize);
+                    }
+                }
+                bp
+            })
+            .collect();
         for u in lo..hi {
             let list = self.list(u);
             Self::runs(list, interval, |j, s, e| {
-                let b = &blocks[j];
-                let (w0, sc, ec) = (word(b), b.sources as usize, b.edges as usize);
-                buf[w0 + src_k[j]] = (vbase + u as u64) as u32;
-                buf[w0 + sc + src_k[j]] = edge_k[j] as u32;
-                let d0 = w0 + 2 * sc + 1 + edge_k[j];
-                for (t, x) in list[s..e].iter().enumerate() {
-                    buf[d0 + t] = x.v();
-                }
+                let bp = &mut packers[j];
+                bp.run((vbase + u as u64) as u32, list[s..e].iter().map(|x| x.v()));
                 if A::WEIGHTED {
-                    for (t, x) in list[s..e].iter().enumerate() {
-                        buf[d0 + ec + t] = x.w().to_bits();
-                    }
+                    bp.weights(list[s..e].iter().map(|x| x.w()));
                 }
-                src_k[j] += 1;
-                edge_k[j] += e - s;
             });
         }
+        let mut buf: Vec<u32> = Vec::with_capacity((bytes / 4) as usize);
         let crcs = blocks
             .iter()
-            .map(|b| {
+            .zip(&mut packers)
+            .map(|(b, bp)| {
                 if b.edges == 0 {
                     return (0, 0);
                 }
-                let (w0, sc, ec) = (word(b), b.sources as usize, b.edges as usize);
-                buf[w0 + 2 * sc] = ec as u32;
-                let topo = crc32fast::hash(bytemuck::cast_slice(&buf[w0..w0 + 2 * sc + 1 + ec]));
+                bp.finish();
+                let mut topo = crc32fast::Hasher::new();
+                for sec in &bp.sections[..3] {
+                    topo.update(bytemuck::cast_slice(sec));
+                    buf.extend_from_slice(sec);
+                }
                 let w = if A::WEIGHTED {
-                    let s = w0 + 2 * sc + 1 + ec;
-                    crc32fast::hash(bytemuck::cast_slice(&buf[s..s + ec]))
+                    buf.extend_from_slice(&bp.sections[3]);
+                    crc32fast::hash(bytemuck::cast_slice(&bp.sections[3]))
                 } else {
                     0
                 };
-                (topo, w)
+                (topo.finalize(), w)
             })
             .collect();
+        debug_assert_eq!(buf.len() as u64 * 4, bytes);
         (buf, crcs)
     }
 }
@@ -545,10 +562,12 @@ impl GridWriter {
     pub fn create(
         store: &Path,
         p: u32,
+        interval: u64,
         counts: &[(u64, u64)],
         weighted: bool,
         stats: &Arc<IoStats>,
     ) -> Result<GridWriter> {
+        let bits = id_bits(interval);
         let pp = p as usize;
         let mut index = vec![BlockEntry::default(); pp * pp];
         let mut total = 0u64;
@@ -562,10 +581,8 @@ impl GridWriter {
                     u32::MAX
                 )));
             }
-            index[b].offset = total;
-            index[b].edges = edges;
-            index[b].sources = sources as u32;
-            total += block_bytes(edges, sources, weighted);
+            index[b] = BlockEntry::new(total, edges, sources, bits);
+            total += index[b].shape().block_bytes(weighted);
         }
         let data =
             LayoutWriter::create(&store.join("grid.data"), FileKind::GridData, stats.clone())?;
@@ -611,7 +628,16 @@ impl GridWriter {
         let index = &self.index;
         let built: Vec<GridRow> = (i0..i1)
             .into_par_iter()
-            .map(|i| csr.grid_row(&index[i * pp..(i + 1) * pp], vbase, row(i), interval))
+            .map(|i| {
+                let row_lo = i as u64 * interval;
+                csr.grid_row(
+                    &index[i * pp..(i + 1) * pp],
+                    vbase,
+                    row(i),
+                    interval,
+                    row_lo,
+                )
+            })
             .collect();
         for (k, (buf, crcs)) in built.into_iter().enumerate() {
             let i = i0 + k;

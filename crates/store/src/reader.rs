@@ -7,6 +7,7 @@
 //! block, never used. Partial reads (selected sources, one CSR list) are bounds-
 //! checked but not checksummed; `Store::verify` checks every byte.
 
+use crate::codec::{self, Shape};
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::{FileKind, LayoutFile};
 use crate::manifest::Manifest;
@@ -29,21 +30,49 @@ pub struct BlockEntry {
     pub crc_topology: u32,
     /// CRC-32 of the weights section (0 when unweighted or empty).
     pub crc_weights: u32,
-    pub reserved: u32,
+    /// Bit widths of the packed sections ([`crate::codec`]): bits 0..8 the local
+    /// id width (sources and targets), bits 8..16 the offset width; 0 for an empty
+    /// block.
+    pub widths: u32,
 }
 
 impl BlockEntry {
-    /// Bytes of the sources + offsets sections (the per-source index).
-    pub fn index_bytes(&self) -> u64 {
-        if self.edges == 0 {
+    /// The entry of a block of `edges` edges and `sources` sources, local ids of
+    /// `id_bits` bits, at `offset` (CRCs still 0).
+    pub fn new(offset: u64, edges: u64, sources: u64, id_bits: u32) -> BlockEntry {
+        let widths = if edges == 0 {
             0
         } else {
-            8 * self.sources as u64 + 4
+            id_bits | codec::bits_for(edges) << 8
+        };
+        BlockEntry {
+            offset,
+            edges,
+            sources: sources as u32,
+            widths,
+            ..Default::default()
         }
+    }
+    /// Local id width in bits.
+    pub fn id_bits(&self) -> u32 {
+        self.widths & 0xff
+    }
+    /// The block's section sizes.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            sources: self.sources as u64,
+            edges: self.edges,
+            id_bits: self.widths & 0xff,
+            off_bits: (self.widths >> 8) & 0xff,
+        }
+    }
+    /// Bytes of the sources + offsets sections (the per-source index).
+    pub fn index_bytes(&self) -> u64 {
+        self.shape().index_bytes()
     }
     /// Bytes of the topology (index + targets).
     pub fn topology_bytes(&self) -> u64 {
-        self.index_bytes() + 4 * self.edges
+        self.shape().topology_bytes()
     }
 }
 
@@ -71,29 +100,30 @@ impl Block {
     }
 }
 
-/// A grid block in one reusable buffer (no copies): the raw sources, offsets,
-/// targets and weights sections exactly as stored, read straight into an aligned
-/// buffer (O_DIRECT reads land in it without a bounce copy). The streaming engine
-/// keeps a ring of these.
+/// A grid block in reusable buffers: the packed sections exactly as stored, read
+/// straight into an aligned buffer (O_DIRECT reads land in it without a bounce
+/// copy), and the topology decoded once into 32-bit absolute ids (sources, offsets,
+/// targets back to back; weights are read in place). The streaming engine keeps a
+/// ring of these; its reader threads decode, so the consumer sees plain slices.
 #[derive(Debug, Default)]
 pub struct RawBlock {
     pub row: u32,
     pub col: u32,
     buf: AlignedBuf,
-    /// Where the block's bytes start in `buf` (a multiple of 4: blocks hold u32s
-    /// and start at 4-byte offsets of the file).
+    /// Where the block's bytes start in `buf` (a multiple of 4: blocks are whole
+    /// u32 words at 4-byte offsets of the file).
     start: usize,
-    words: usize,
+    /// Bytes of the topology sections (the weights follow them).
+    topo: usize,
+    /// Decoded sources (`s`), offsets (`s + 1`) and targets (`e`); only the first
+    /// `2s + 1 + e` words are this block's (the vector keeps its largest size).
+    dec: Vec<u32>,
     s: usize,
     e: usize,
     weighted: bool,
 }
 
 impl RawBlock {
-    #[inline]
-    fn raw(&self) -> &[u32] {
-        bytemuck::cast_slice(&self.buf.as_slice()[self.start..self.start + 4 * self.words])
-    }
     pub fn num_sources(&self) -> usize {
         self.s
     }
@@ -102,7 +132,7 @@ impl RawBlock {
     }
     /// The distinct sources, ascending.
     pub fn srcs(&self) -> &[u32] {
-        &self.raw()[..self.s]
+        &self.dec[..self.s]
     }
     /// `offs()[k]..offs()[k + 1]` is source `k`'s run in [`RawBlock::dsts`]
     /// (`[0]` for an empty block).
@@ -110,14 +140,14 @@ impl RawBlock {
         if self.e == 0 {
             &[0]
         } else {
-            &self.raw()[self.s..2 * self.s + 1]
+            &self.dec[self.s..2 * self.s + 1]
         }
     }
     pub fn dsts(&self) -> &[u32] {
         if self.e == 0 {
             &[]
         } else {
-            &self.raw()[2 * self.s + 1..2 * self.s + 1 + self.e]
+            &self.dec[2 * self.s + 1..2 * self.s + 1 + self.e]
         }
     }
     /// The weights, when read with them.
@@ -127,12 +157,15 @@ impl RawBlock {
         } else if self.e == 0 {
             Some(&[])
         } else {
-            Some(bytemuck::cast_slice(&self.raw()[2 * self.s + 1 + self.e..]))
+            let a = self.start + self.topo;
+            Some(bytemuck::cast_slice(
+                &self.buf.as_slice()[a..a + 4 * self.e],
+            ))
         }
     }
-    /// Bytes of buffer held.
+    /// Bytes of buffer held (packed and decoded).
     pub fn capacity_bytes(&self) -> u64 {
-        self.buf.capacity() as u64
+        self.buf.capacity() as u64 + 4 * self.dec.capacity() as u64
     }
 }
 
@@ -240,8 +273,22 @@ impl Store {
             ));
         }
         let data = self.layout("grid.data", FileKind::GridData)?;
+        let interval = self.manifest.interval;
+        let bits = codec::id_bits(interval);
         for (b, e) in index.iter().enumerate() {
-            let len = crate::ingest::block_bytes(e.edges, e.sources as u64, self.weighted());
+            let want = BlockEntry::new(e.offset, e.edges, e.sources as u64, bits).widths;
+            if e.widths != want || e.edges > u32::MAX as u64 {
+                return Err(corrupt(
+                    index_file.file.path(),
+                    format!(
+                        "entry of block ({}, {}) has bit widths {:#x}, expected {want:#x}",
+                        b / p,
+                        b % p,
+                        e.widths
+                    ),
+                ));
+            }
+            let len = e.shape().block_bytes(self.weighted());
             if e.offset + len > data.header.payload_len || (e.sources as u64 > e.edges) {
                 return Err(corrupt(
                     index_file.file.path(),
@@ -254,6 +301,8 @@ impl Store {
             data,
             p: p as u32,
             weighted: self.weighted(),
+            interval,
+            n: self.vertices(),
         })
     }
 
@@ -407,6 +456,8 @@ pub struct GridReader {
     data: LayoutFile,
     p: u32,
     weighted: bool,
+    interval: u64,
+    n: u64,
 }
 
 impl GridReader {
@@ -421,6 +472,12 @@ impl GridReader {
     }
     fn path(&self) -> &Path {
         self.data.file.path()
+    }
+    /// First vertex and length of interval `i`.
+    fn span(&self, i: u32) -> (u32, u32) {
+        let lo = (i as u64 * self.interval).min(self.n);
+        let hi = ((i as u64 + 1) * self.interval).min(self.n);
+        (lo as u32, (hi - lo) as u32)
     }
     fn damaged(&self, row: u32, col: u32, what: &str) -> StoreError {
         corrupt(self.path(), format!("block ({row}, {col}): {what}"))
@@ -466,17 +523,25 @@ impl GridReader {
 
     /// Bytes [`GridReader::read_block_into`] reads for block (`row`, `col`).
     pub fn block_read_bytes(&self, row: u32, col: u32, with_weights: bool) -> u64 {
+        self.entry(row, col)
+            .shape()
+            .block_bytes(self.weighted && with_weights)
+    }
+
+    /// Bytes a [`RawBlock`] holds for block (`row`, `col`): the packed bytes read
+    /// plus the decoded topology (4 bytes per edge, 8 per source).
+    pub fn block_memory_bytes(&self, row: u32, col: u32, with_weights: bool) -> u64 {
         let e = self.entry(row, col);
-        e.topology_bytes()
-            + if self.weighted && with_weights {
-                4 * e.edges
-            } else {
+        self.block_read_bytes(row, col, with_weights)
+            + if e.edges == 0 {
                 0
+            } else {
+                4 * (2 * e.sources as u64 + 1 + e.edges)
             }
     }
 
     /// Reads a whole block into `buf` (reusing its memory), checking checksums and
-    /// structure like [`GridReader::read_block`].
+    /// structure like [`GridReader::read_block`], and decodes its topology.
     pub fn read_block_into(
         &self,
         row: u32,
@@ -492,28 +557,66 @@ impl GridReader {
         buf.s = e.sources as usize;
         buf.e = e.edges as usize;
         buf.start = 0;
-        buf.words = 0;
+        buf.topo = 0;
         if e.edges == 0 {
             buf.s = 0;
             return Ok(());
         }
-        let len = self.block_read_bytes(row, col, with_weights) as usize;
+        let sh = e.shape();
+        let len = sh.block_bytes(want_w) as usize;
         buf.start = self.data.read_payload_into(e.offset, len, &mut buf.buf)?;
         if !buf.start.is_multiple_of(4) {
             return Err(self.damaged(row, col, "block offset is not a multiple of 4"));
         }
-        buf.words = len / 4;
+        let topo = sh.topology_bytes() as usize;
+        buf.topo = topo;
         let bytes: &[u8] = &buf.buf.as_slice()[buf.start..buf.start + len];
-        let topo = e.topology_bytes() as usize;
         if crc32fast::hash(&bytes[..topo]) != e.crc_topology {
             return Err(self.damaged(row, col, "checksum mismatch: the block is damaged"));
         }
         if want_w && crc32fast::hash(&bytes[topo..]) != e.crc_weights {
             return Err(self.damaged(row, col, "weights checksum mismatch: the block is damaged"));
         }
-        let (srcs, offs) = (buf.srcs(), buf.offs());
-        if offs[0] != 0
-            || offs[buf.s] as usize != buf.e
+        let (s, m) = (buf.s, buf.e);
+        if buf.dec.len() < 2 * s + 1 + m {
+            buf.dec.resize(2 * s + 1 + m, 0);
+        }
+        let words: &[u32] = bytemuck::cast_slice(&bytes[..topo]);
+        let (srcs, rest) = buf.dec.split_at_mut(s);
+        let (offs, dsts) = rest.split_at_mut(s + 1);
+        self.decode(row, col, &sh, words, srcs, offs)?;
+        let (col_lo, col_len) = self.span(col);
+        let w0 = (sh.source_words() + sh.offset_words()) as usize;
+        let top = codec::unpack_into(&words[w0..], 0, sh.id_bits, col_lo, &mut dsts[..m])
+            .ok_or_else(|| self.damaged(row, col, "targets section is short"))?;
+        if top >= col_len {
+            return Err(self.damaged(row, col, "a target lies outside the block's interval"));
+        }
+        Ok(())
+    }
+
+    /// Decodes and checks a block's index (`words` from the block's first word):
+    /// sources ascending inside the row's interval, offsets from 0 to `e` strictly
+    /// ascending.
+    fn decode(
+        &self,
+        row: u32,
+        col: u32,
+        sh: &Shape,
+        words: &[u32],
+        srcs: &mut [u32],
+        offs: &mut [u32],
+    ) -> Result<()> {
+        let (row_lo, row_len) = self.span(row);
+        let ws = sh.source_words() as usize;
+        let short = || self.damaged(row, col, "index section is short");
+        let top = codec::unpack_into(&words[..ws.min(words.len())], 0, sh.id_bits, row_lo, srcs)
+            .ok_or_else(short)?;
+        codec::unpack_into(&words[ws.min(words.len())..], 0, sh.off_bits, 0, offs)
+            .ok_or_else(short)?;
+        if top >= row_len
+            || offs[0] != 0
+            || offs[srcs.len()] as u64 != sh.edges
             || offs.windows(2).any(|w| w[0] >= w[1])
             || srcs.windows(2).any(|w| w[0] >= w[1])
         {
@@ -570,15 +673,16 @@ impl GridReader {
             return Ok(out);
         }
         let s = e.sources as usize;
-        let mut idx = vec![0u32; 2 * s + 1];
+        let sh = e.shape();
+        let mut idx = vec![0u32; ((sh.index_bytes()) / 4) as usize];
         self.data
             .read_payload(e.offset, bytemuck::cast_slice_mut(&mut idx))?;
-        let (srcs, offs) = idx.split_at(s);
-        if offs[s] as u64 != e.edges {
-            return Err(self.damaged(row, col, "inconsistent source index"));
-        }
-        let dst_base = e.offset + e.index_bytes();
-        let w_base = dst_base + 4 * e.edges;
+        let (mut srcs, mut offs) = (vec![0u32; s], vec![0u32; s + 1]);
+        self.decode(row, col, &sh, &idx, &mut srcs, &mut offs)?;
+        let bits = sh.id_bits as u64;
+        let dst_base = e.offset + sh.index_bytes();
+        let w_base = dst_base + 4 * sh.target_words();
+        let (col_lo, col_len) = self.span(col);
         let mut picked: Vec<usize> = Vec::new();
         for &v in sources {
             if let Ok(k) = srcs.binary_search(&v) {
@@ -588,11 +692,14 @@ impl GridReader {
         // Group adjacent runs (consecutive k, or a gap of at most `max_gap` bytes)
         // into one read each.
         let mut g = 0;
+        let mut words: Vec<u32> = Vec::new();
         while g < picked.len() {
             let mut h = g + 1;
             while h < picked.len()
                 && (picked[h] == picked[h - 1] + 1
-                    || 4 * (offs[picked[h]] as u64).saturating_sub(offs[picked[h - 1] + 1] as u64)
+                    || (bits
+                        * (offs[picked[h]] as u64).saturating_sub(offs[picked[h - 1] + 1] as u64))
+                    .div_ceil(8)
                         <= max_gap)
             {
                 h += 1;
@@ -601,9 +708,18 @@ impl GridReader {
             if a >= b || b > e.edges {
                 return Err(self.damaged(row, col, "inconsistent source index"));
             }
-            let mut d = vec![0u32; (b - a) as usize];
+            // The words holding target bits [a * bits, b * bits).
+            let (w0, w1) = (a * bits / 32, (b * bits).div_ceil(32));
+            words.clear();
+            words.resize((w1 - w0) as usize, 0);
             self.data
-                .read_payload(dst_base + 4 * a, bytemuck::cast_slice_mut(&mut d))?;
+                .read_payload(dst_base + 4 * w0, bytemuck::cast_slice_mut(&mut words))?;
+            let mut d = vec![0u32; (b - a) as usize];
+            let top = codec::unpack_at(&words, a * bits - 32 * w0, sh.id_bits, col_lo, &mut d)
+                .ok_or_else(|| self.damaged(row, col, "targets section is short"))?;
+            if top >= col_len {
+                return Err(self.damaged(row, col, "a target lies outside the block's interval"));
+            }
             let mut w = Vec::new();
             if want_w {
                 w = vec![0f32; (b - a) as usize];
