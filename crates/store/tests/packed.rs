@@ -52,7 +52,10 @@ fn a_local_id_outside_the_interval_is_refused() {
     let s = Store::open(&out).unwrap();
     let e = *s.grid().unwrap().entry(0, 0);
     assert_eq!((e.edges, e.sources, e.id_bits()), (1, 1, 3));
-    assert_eq!(s.grid().unwrap().read_block(0, 0, false).unwrap().dsts, vec![1]);
+    assert_eq!(
+        s.grid().unwrap().read_block(0, 0, false).unwrap().dsts,
+        vec![1]
+    );
     drop(s);
     // Block (0, 0) is one word each of sources, offsets and targets; its target
     // becomes local id 6, which fits 3 bits but not the interval of 5.
@@ -69,13 +72,21 @@ fn a_local_id_outside_the_interval_is_refused() {
     std::fs::write(&index, &ib).unwrap();
     remanifest(&out, reseal(&index));
     let s = Store::open(&out).unwrap();
-    let err = s.grid().unwrap().read_block(0, 0, false).unwrap_err().to_string();
+    let err = s
+        .grid()
+        .unwrap()
+        .read_block(0, 0, false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("block (0, 0)") && err.contains("a target lies outside the block's interval"),
         "{err}"
     );
     // The other blocks still read.
-    assert_eq!(s.grid().unwrap().read_block(1, 1, false).unwrap().dsts, vec![9]);
+    assert_eq!(
+        s.grid().unwrap().read_block(1, 1, false).unwrap().dsts,
+        vec![9]
+    );
 }
 
 #[test]
