@@ -51,14 +51,6 @@ pub struct Shape {
 }
 
 impl Shape {
-    pub fn new(edges: u64, sources: u64, id_bits: u32) -> Shape {
-        Shape {
-            sources,
-            edges,
-            id_bits,
-            off_bits: bits_for(edges),
-        }
-    }
     /// Words of the sources section.
     pub fn source_words(&self) -> u64 {
         packed_words(self.sources, self.id_bits)
@@ -211,16 +203,6 @@ impl BlockPacker {
         }
         Ok(())
     }
-}
-
-/// Packs `vals` (each `< 2^width`) as a whole section: `packed_words(len, width)`
-/// words appended to `out`.
-pub fn pack_into(vals: impl IntoIterator<Item = u32>, width: u32, out: &mut Vec<u32>) {
-    let mut p = BitPacker::new(width);
-    for v in vals {
-        p.push(v, out);
-    }
-    p.finish(out);
 }
 
 /// Decodes values `first .. first + out.len()` of a section of `width`-bit values
@@ -394,6 +376,16 @@ mod simd {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Packs `vals` (each `< 2^width`) as a whole section: `packed_words(len, width)`
+    /// words appended to `out`.
+    fn pack_into(vals: impl IntoIterator<Item = u32>, width: u32, out: &mut Vec<u32>) {
+        let mut p = BitPacker::new(width);
+        for v in vals {
+            p.push(v, out);
+        }
+        p.finish(out);
+    }
 
     #[test]
     fn widths_are_the_bits_of_the_largest_value() {

@@ -53,10 +53,6 @@ impl BlockEntry {
             ..Default::default()
         }
     }
-    /// Local id width in bits.
-    pub fn id_bits(&self) -> u32 {
-        self.widths & 0xff
-    }
     /// The block's section sizes.
     pub fn shape(&self) -> Shape {
         Shape {
@@ -169,6 +165,11 @@ impl RawBlock {
     }
 }
 
+/// The vertices of interval `i` of `interval` vertices each, in a graph of `n`.
+fn interval_range(i: u32, interval: u64, n: u64) -> Range<u32> {
+    ((i as u64 * interval).min(n) as u32)..(((i as u64 + 1) * interval).min(n) as u32)
+}
+
 /// An open store.
 pub struct Store {
     dir: PathBuf,
@@ -233,9 +234,7 @@ impl Store {
     }
     /// The vertices of grid interval `i`.
     pub fn interval(&self, i: u32) -> Range<u32> {
-        let n = self.manifest.vertices;
-        let s = self.manifest.interval;
-        ((i as u64 * s).min(n) as u32)..(((i as u64 + 1) * s).min(n) as u32)
+        interval_range(i, self.manifest.interval, self.manifest.vertices)
     }
 
     /// Opens a layout file named `name`, checking its header against the manifest.
@@ -475,9 +474,26 @@ impl GridReader {
     }
     /// First vertex and length of interval `i`.
     fn span(&self, i: u32) -> (u32, u32) {
-        let lo = (i as u64 * self.interval).min(self.n);
-        let hi = ((i as u64 + 1) * self.interval).min(self.n);
-        (lo as u32, (hi - lo) as u32)
+        let r = interval_range(i, self.interval, self.n);
+        (r.start, r.end - r.start)
+    }
+    /// Decodes `out.len()` targets of block (`row`, `col`) starting at stream bit
+    /// `bit` of `words`, and checks them against the column's interval.
+    fn targets(
+        &self,
+        (row, col): (u32, u32),
+        sh: &Shape,
+        words: &[u32],
+        bit: u64,
+        out: &mut [u32],
+    ) -> Result<()> {
+        let (col_lo, col_len) = self.span(col);
+        let top = codec::unpack_at(words, bit, sh.id_bits, col_lo, out)
+            .ok_or_else(|| self.damaged(row, col, "targets section is short"))?;
+        if top >= col_len {
+            return Err(self.damaged(row, col, "a target lies outside the block's interval"));
+        }
+        Ok(())
     }
     fn damaged(&self, row: u32, col: u32, what: &str) -> StoreError {
         corrupt(self.path(), format!("block ({row}, {col}): {what}"))
@@ -585,14 +601,8 @@ impl GridReader {
         let (srcs, rest) = buf.dec.split_at_mut(s);
         let (offs, dsts) = rest.split_at_mut(s + 1);
         self.decode(row, col, &sh, words, srcs, offs)?;
-        let (col_lo, col_len) = self.span(col);
         let w0 = (sh.source_words() + sh.offset_words()) as usize;
-        let top = codec::unpack_into(&words[w0..], 0, sh.id_bits, col_lo, &mut dsts[..m])
-            .ok_or_else(|| self.damaged(row, col, "targets section is short"))?;
-        if top >= col_len {
-            return Err(self.damaged(row, col, "a target lies outside the block's interval"));
-        }
-        Ok(())
+        self.targets((row, col), &sh, &words[w0..], 0, &mut dsts[..m])
     }
 
     /// Decodes and checks a block's index (`words` from the block's first word):
@@ -682,7 +692,6 @@ impl GridReader {
         let bits = sh.id_bits as u64;
         let dst_base = e.offset + sh.index_bytes();
         let w_base = dst_base + 4 * sh.target_words();
-        let (col_lo, col_len) = self.span(col);
         let mut picked: Vec<usize> = Vec::new();
         for &v in sources {
             if let Ok(k) = srcs.binary_search(&v) {
@@ -715,11 +724,7 @@ impl GridReader {
             self.data
                 .read_payload(dst_base + 4 * w0, bytemuck::cast_slice_mut(&mut words))?;
             let mut d = vec![0u32; (b - a) as usize];
-            let top = codec::unpack_at(&words, a * bits - 32 * w0, sh.id_bits, col_lo, &mut d)
-                .ok_or_else(|| self.damaged(row, col, "targets section is short"))?;
-            if top >= col_len {
-                return Err(self.damaged(row, col, "a target lies outside the block's interval"));
-            }
+            self.targets((row, col), &sh, &words, a * bits - 32 * w0, &mut d)?;
             let mut w = Vec::new();
             if want_w {
                 w = vec![0f32; (b - a) as usize];

@@ -51,7 +51,7 @@ fn a_local_id_outside_the_interval_is_refused() {
     let out = store(d.path());
     let s = Store::open(&out).unwrap();
     let e = *s.grid().unwrap().entry(0, 0);
-    assert_eq!((e.edges, e.sources, e.id_bits()), (1, 1, 3));
+    assert_eq!((e.edges, e.sources, e.shape().id_bits), (1, 1, 3));
     assert_eq!(
         s.grid().unwrap().read_block(0, 0, false).unwrap().dsts,
         vec![1]
