@@ -636,7 +636,8 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     } else {
         budget / 2
     };
-    let mut sorter = ExternalSorter::<R>::new(c.work.spill.clone(), sort_mem, c.stats.clone());
+    let mut sorter =
+        ExternalSorter::<R>::by_source(c.work.spill.clone(), sort_mem, c.stats.clone());
     if let Some(cap) = opts.sort_buffer_records {
         sorter.set_capacity(cap);
     }
@@ -817,8 +818,11 @@ fn build_ranges<R: Record, A: Adj>(
     let mut in_sorter = if opts.in_edges {
         std::fs::create_dir_all(c.work.spill.join("in"))
             .map_err(|e| IoError::new(c.work.spill.join("in"), "create directory", e))?;
-        let mut s =
-            ExternalSorter::<R>::new(c.work.spill.join("in"), budget * 3 / 10, c.stats.clone());
+        let mut s = ExternalSorter::<R>::by_source(
+            c.work.spill.join("in"),
+            budget * 3 / 10,
+            c.stats.clone(),
+        );
         if let Some(cap) = opts.sort_buffer_records {
             s.set_capacity(cap);
         }

@@ -1,12 +1,19 @@
 //! External merge sort of fixed-size edge records within a memory budget.
 //!
 //! Design: records are gathered in a buffer of `capacity` records; a full buffer is
-//! sorted in parallel (rayon) and spilled as a sorted run to a temporary file; at
-//! the end the runs are merged with a binary heap, each run read through a buffer of
-//! its share of the budget. When everything fits, no run is written at all and the
-//! sorted buffer is streamed from memory. Order: by [`Record::key`] then
-//! [`Record::tie`], so the output (duplicates included) is fully determined by the
-//! input multiset, whatever the thread count or run boundaries.
+//! sorted in parallel (rayon) and spilled as a sorted run to a temporary file. The
+//! first spill takes the whole buffer; after it the buffer is halved and each full
+//! half is sorted and written on a background thread while the other half fills
+//! (double buffering within the same budget). Ingest's sorters order runs by
+//! source only ([`SpillOrder::Source`], an in-place MSD radix sort, about twice as
+//! fast as the comparison sort) and take them back by ranges of sources
+//! ([`Runs`]); a [`SpillOrder::Full`] sorter merges its runs at the end with a
+//! binary heap, each run read through a buffer of its share of the budget. When
+//! everything fits, no run is written at all and the sorted buffer is streamed
+//! from memory. A full sort's order is by [`Record::key`] then [`Record::tie`], so
+//! its output (duplicates included) is fully determined by the input multiset,
+//! whatever the thread count or run boundaries; a source-ordered range holds
+//! exactly the input's records with sources in the range, in no set order.
 
 use crate::error::Result;
 use outcore_io::{InFile, IoStats, OutFile, ReadMode};
@@ -96,6 +103,55 @@ pub struct ExternalSorter<R: Record> {
     stats: Arc<IoStats>,
     total: u64,
     merge_memory: usize,
+    order: SpillOrder,
+    /// The run being sorted and written on a background thread, if any: it hands
+    /// back its buffer for reuse.
+    background: Option<SpillThread<R>>,
+    /// Whether the buffer was halved for double buffering (after the first spill).
+    halved: bool,
+}
+
+/// A run being sorted and written: hands back its buffer and the run.
+type SpillThread<R> = std::thread::JoinHandle<Result<(Vec<R>, Spilled)>>;
+
+/// How a spilled run is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpillOrder {
+    /// By [`Record::key`] then [`Record::tie`]: runs that [`ExternalSorter::finish`]
+    /// merges into one fully sorted stream.
+    Full,
+    /// By source only ([`sort_by_source`], a radix sort): runs for
+    /// [`ExternalSorter::into_runs`], taken back by ranges of sources.
+    Source,
+}
+
+/// A run written to disk.
+struct Spilled {
+    path: PathBuf,
+    len: u64,
+    index: Vec<u32>,
+}
+
+/// Sorts `data` in `order` and writes it to `path` as one run.
+fn write_run<R: Record>(
+    mut data: Vec<R>,
+    order: SpillOrder,
+    path: PathBuf,
+    stats: Arc<IoStats>,
+) -> Result<(Vec<R>, Spilled)> {
+    match order {
+        SpillOrder::Full => sort_records(&mut data),
+        SpillOrder::Source => sort_by_source(&mut data),
+    }
+    let mut out = OutFile::create_direct(&path, stats)?;
+    for part in data.chunks(1 << 20) {
+        out.write_all(bytemuck::cast_slice(part))?;
+    }
+    out.finish()?;
+    let index = data.iter().step_by(INDEX_STEP).map(|r| r.u()).collect();
+    let len = data.len() as u64;
+    data.clear();
+    Ok((data, Spilled { path, len, index }))
 }
 
 fn sort_records<R: Record>(v: &mut [R]) {
@@ -106,9 +162,106 @@ fn sort_records<R: Record>(v: &mut [R]) {
     }
 }
 
+/// Sorts `v` by source only (ties in any order), in place: an MSD radix sort
+/// on 8-bit digits of the source's `bits` significant bits (American flag
+/// permutation per level, the buckets of the next level sorted in parallel),
+/// small buckets by comparison. For runs that are consumed by source ranges
+/// ([`Runs::take_below`]) this is all the order they need.
+pub fn sort_by_source<R: Record>(v: &mut [R]) {
+    let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
+    let bits = 32 - max.leading_zeros();
+    radix_by_source(v, bits);
+}
+
+fn radix_by_source<R: Record>(v: &mut [R], bits: u32) {
+    if v.len() <= 256 || bits == 0 {
+        v.sort_unstable_by_key(|r| r.u());
+        return;
+    }
+    // Digits of at most 12 bits, the levels as even as the bits allow.
+    let levels = bits.div_ceil(10);
+    let width = bits.div_ceil(levels);
+    let shift = bits - width;
+    let buckets = 1usize << width;
+    let mask = (buckets - 1) as u32;
+    let digit = |r: &R| ((r.u() >> shift) & mask) as usize;
+    let mut count = vec![0usize; buckets];
+    if v.len() >= 1 << 20 {
+        let parts: Vec<Vec<usize>> = v
+            .par_chunks(1 << 18)
+            .map(|c| {
+                let mut h = vec![0usize; buckets];
+                for r in c {
+                    h[digit(r)] += 1;
+                }
+                h
+            })
+            .collect();
+        for h in parts {
+            for (a, b) in count.iter_mut().zip(h) {
+                *a += b;
+            }
+        }
+    } else {
+        for r in v.iter() {
+            count[digit(r)] += 1;
+        }
+    }
+    let mut head = vec![0usize; buckets];
+    let mut end = vec![0usize; buckets];
+    let mut at = 0;
+    for d in 0..buckets {
+        head[d] = at;
+        at += count[d];
+        end[d] = at;
+    }
+    // Cycle leader: every misplaced record is swapped straight to its bucket.
+    for d in 0..buckets {
+        while head[d] < end[d] {
+            let mut r = v[head[d]];
+            let mut k = digit(&r);
+            while k != d {
+                std::mem::swap(&mut r, &mut v[head[k]]);
+                head[k] += 1;
+                k = digit(&r);
+            }
+            v[head[d]] = r;
+            head[d] += 1;
+        }
+    }
+    if shift == 0 {
+        return;
+    }
+    let mut parts: Vec<&mut [R]> = Vec::with_capacity(buckets);
+    let mut rest = v;
+    for &c in &count {
+        let (b, r) = rest.split_at_mut(c);
+        parts.push(b);
+        rest = r;
+    }
+    parts
+        .into_par_iter()
+        .with_min_len(16)
+        .for_each(|b| radix_by_source(b, shift));
+}
+
 impl<R: Record> ExternalSorter<R> {
-    /// A sorter using about `memory` bytes, spilling runs into `dir`.
+    /// A sorter using about `memory` bytes, spilling runs fully sorted into `dir`.
     pub fn new(dir: PathBuf, memory: u64, stats: Arc<IoStats>) -> ExternalSorter<R> {
+        Self::with_order(dir, memory, stats, SpillOrder::Full)
+    }
+
+    /// A sorter whose runs are ordered by source only, for [`Self::into_runs`].
+    pub fn by_source(dir: PathBuf, memory: u64, stats: Arc<IoStats>) -> ExternalSorter<R> {
+        Self::with_order(dir, memory, stats, SpillOrder::Source)
+    }
+
+    fn with_order(
+        dir: PathBuf,
+        memory: u64,
+        stats: Arc<IoStats>,
+        order: SpillOrder,
+    ) -> ExternalSorter<R> {
         let capacity = ((memory as usize) / std::mem::size_of::<R>()).max(1024);
         ExternalSorter {
             buf: Vec::new(),
@@ -119,6 +272,9 @@ impl<R: Record> ExternalSorter<R> {
             stats,
             total: 0,
             merge_memory: memory as usize,
+            order,
+            background: None,
+            halved: false,
         }
     }
 
@@ -141,13 +297,14 @@ impl<R: Record> ExternalSorter<R> {
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }
+    /// Runs spilled so far (one may still be being written).
     pub fn runs(&self) -> usize {
-        self.runs.len()
+        self.runs.len() + self.background.is_some() as usize
     }
 
     pub fn push(&mut self, r: R) -> Result<()> {
         if self.buf.len() == self.capacity {
-            self.spill()?;
+            self.spill(true)?;
         }
         if self.buf.capacity() == 0 {
             self.buf.reserve_exact(self.capacity.min(1 << 20));
@@ -157,28 +314,57 @@ impl<R: Record> ExternalSorter<R> {
         Ok(())
     }
 
-    fn spill(&mut self) -> Result<()> {
+    /// Waits for the background run, records it and returns its buffer.
+    fn join(&mut self) -> Result<Option<Vec<R>>> {
+        let Some(h) = self.background.take() else {
+            return Ok(None);
+        };
+        let (buf, run) = match h.join() {
+            Ok(r) => r?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        self.run_index.push(run.index);
+        self.runs.push((run.path, run.len));
+        Ok(Some(buf))
+    }
+
+    /// Spills the buffer as a run. The first spill happens in place with the whole
+    /// buffer; after it the buffer is halved and (with `background`) each full half
+    /// is sorted and written on a thread while the other half fills, so the spill
+    /// overlaps the input's parsing and never holds more than the budget.
+    fn spill(&mut self, background: bool) -> Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        sort_records(&mut self.buf);
+        let recycled = self.join()?;
         let path = self.dir.join(format!("run-{:05}.bin", self.runs.len()));
-        let mut out = OutFile::create_direct(&path, self.stats.clone())?;
-        for part in self.buf.chunks(1 << 20) {
-            out.write_all(bytemuck::cast_slice(part))?;
+        let data = std::mem::take(&mut self.buf);
+        let (order, stats) = (self.order, self.stats.clone());
+        if background && self.halved {
+            let h = std::thread::Builder::new()
+                .name("outcore-spill".into())
+                .spawn(move || write_run(data, order, path, stats))
+                .map_err(|e| outcore_io::IoError::new(&self.dir, "start a spill thread", e))?;
+            self.background = Some(h);
+            self.buf = recycled.unwrap_or_default();
+            return Ok(());
         }
-        out.finish()?;
-        self.run_index
-            .push(self.buf.iter().step_by(INDEX_STEP).map(|r| r.u()).collect());
-        self.runs.push((path, self.buf.len() as u64));
-        self.buf.clear();
+        let (data, run) = write_run(data, order, path, stats)?;
+        self.run_index.push(run.index);
+        self.runs.push((run.path, run.len));
+        if !self.halved {
+            self.halved = true;
+            self.capacity = (self.capacity / 2).max(1);
+        } else {
+            self.buf = data;
+        }
         Ok(())
     }
 
     /// Ends input when nothing was spilled: the records, unsorted, in arrival order
     /// (the sorter is left empty); `None` when runs exist.
     pub fn take_memory(&mut self) -> Option<Vec<R>> {
-        if self.runs.is_empty() {
+        if self.runs.is_empty() && self.background.is_none() {
             self.total = 0;
             Some(std::mem::take(&mut self.buf))
         } else {
@@ -189,7 +375,8 @@ impl<R: Record> ExternalSorter<R> {
     /// Ends input by spilling what is left: the sorted runs, to be taken in ranges
     /// of sources ([`Runs::take_below`]).
     pub fn into_runs(mut self) -> Result<Runs<R>> {
-        self.spill()?;
+        self.spill(false)?;
+        self.join()?;
         self.buf = Vec::new();
         let mut runs = Vec::with_capacity(self.runs.len());
         for ((path, len), index) in self.runs.iter().zip(std::mem::take(&mut self.run_index)) {
@@ -212,16 +399,22 @@ impl<R: Record> ExternalSorter<R> {
 
     /// Ends input; returns the records in sorted order.
     pub fn finish(mut self) -> Result<Sorted<R>> {
+        assert_eq!(
+            self.order,
+            SpillOrder::Full,
+            "finish merges fully sorted runs"
+        );
+        self.join()?;
         if self.runs.is_empty() {
             sort_records(&mut self.buf);
             return Ok(Sorted {
                 inner: SortedInner::Memory {
-                    buf: self.buf,
+                    buf: std::mem::take(&mut self.buf),
                     pos: 0,
                 },
             });
         }
-        self.spill()?;
+        self.spill(false)?;
         self.buf = Vec::new();
         let per_run = (self.merge_memory / 2 / self.runs.len()).clamp(64 << 10, 16 << 20);
         let per_run_records = (per_run / std::mem::size_of::<R>()).max(1);
@@ -246,9 +439,22 @@ impl<R: Record> ExternalSorter<R> {
             inner: SortedInner::Merge {
                 readers,
                 heap,
-                paths: self.runs.into_iter().map(|r| r.0).collect(),
+                paths: std::mem::take(&mut self.runs)
+                    .into_iter()
+                    .map(|r| r.0)
+                    .collect(),
             },
         })
+    }
+}
+
+impl<R: Record> Drop for ExternalSorter<R> {
+    /// A run still being written is waited for (its file is the caller's to
+    /// remove, with the spill directory).
+    fn drop(&mut self) {
+        if let Some(h) = self.background.take() {
+            let _ = h.join();
+        }
     }
 }
 
@@ -483,5 +689,125 @@ mod tests {
             0,
             "runs are removed"
         );
+    }
+
+    #[test]
+    fn source_ordered_runs_give_back_every_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut x = 7u64;
+        let input: Vec<WEdge> = (0..40_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                WEdge {
+                    u: (x >> 52) as u32,
+                    v: x as u32 & 1023,
+                    w: (x >> 8 & 7) as f32,
+                }
+            })
+            .collect();
+        let key = |r: &WEdge| (r.u, r.v, r.w.to_bits());
+        // Capacities that spill once (in place), several times (double-buffered
+        // halves on the background thread) or at every few records.
+        for cap in [30_000usize, 5_000, 999, 201] {
+            let mut s = ExternalSorter::<WEdge>::by_source(
+                dir.path().to_path_buf(),
+                1 << 30,
+                IoStats::new(),
+            );
+            s.set_capacity(cap);
+            for r in &input {
+                s.push(*r).unwrap();
+            }
+            assert_eq!(s.len(), input.len() as u64);
+            let mut runs = s.into_runs().unwrap();
+            assert!(runs.count() >= input.len() / cap);
+            let mut lo = 0u64;
+            for hi in [1u64, 2, 100, 1000, 2500, 4096] {
+                let mut got = Vec::new();
+                runs.take_below(hi, &mut got).unwrap();
+                let mut expect: Vec<WEdge> = input
+                    .iter()
+                    .filter(|r| (lo..hi).contains(&(r.u as u64)))
+                    .copied()
+                    .collect();
+                got.sort_by_key(key);
+                expect.sort_by_key(key);
+                assert_eq!(got, expect, "capacity {cap}, range {lo}..{hi}");
+                lo = hi;
+            }
+            drop(runs);
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
+    }
+
+    #[test]
+    fn radix_sort_by_source_orders_sources() {
+        let mut x = 99u64;
+        for (len, bits) in [
+            (0usize, 8u32),
+            (1, 4),
+            (300, 3),
+            (5000, 9),
+            (70_000, 20),
+            (300_000, 32),
+        ] {
+            let mut v: Vec<WEdge> = (0..len)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let u = if bits == 32 {
+                        (x >> 32) as u32
+                    } else {
+                        (x >> 40) as u32 & ((1 << bits) - 1)
+                    };
+                    WEdge {
+                        u,
+                        v: x as u32,
+                        w: (x >> 8) as u8 as f32,
+                    }
+                })
+                .collect();
+            let mut expect = v.clone();
+            sort_by_source(&mut v);
+            assert!(v.windows(2).all(|w| w[0].u <= w[1].u), "len {len}");
+            let key = |r: &WEdge| (r.u, r.v, r.w.to_bits());
+            expect.sort_by_key(key);
+            v.sort_by_key(key);
+            assert_eq!(v, expect, "same multiset, len {len}");
+        }
+    }
+
+    /// `OUTCORE_SORT_BENCH=FILE cargo test --release -p outcore-store sort_bench -- --ignored --nocapture`:
+    /// the comparison sort vs the radix sort by source on a bin32 file's first 64M edges.
+    #[test]
+    #[ignore]
+    fn sort_bench() {
+        let path = std::env::var("OUTCORE_SORT_BENCH").unwrap();
+        let bytes = std::fs::read(path).unwrap();
+        let n = (bytes.len() / 8).min(64 << 20);
+        let edges: Vec<Edge> = bytemuck::cast_slice(&bytes[..n * 8]).to_vec();
+        drop(bytes);
+        for _ in 0..3 {
+            let mut a = edges.clone();
+            let t = std::time::Instant::now();
+            sort_records(&mut a);
+            let ta = t.elapsed();
+            let mut b = edges.clone();
+            let t = std::time::Instant::now();
+            sort_by_source(&mut b);
+            let tb = t.elapsed();
+            assert!(b.windows(2).all(|w| w[0].u <= w[1].u));
+            let mut c = edges.clone();
+            let t = std::time::Instant::now();
+            c.par_chunks_mut(n / 2).for_each(|h| {
+                let max = h.iter().map(|r| r.u()).max().unwrap_or(0);
+                radix_by_source(h, 32 - max.leading_zeros())
+            });
+            let tc = t.elapsed();
+            eprintln!("{n} records: full sort {ta:?}, radix by source {tb:?}, halves {tc:?}");
+        }
     }
 }
