@@ -9,18 +9,23 @@
 //!    ascending dense id are in ascending user id);
 //! 3. **sort**: when every edge fits the budget together with a CSR of them (the
 //!    common case), a counting sort on the source places them straight into an
-//!    in-memory CSR ([`crate::memcsr`]); otherwise full buffers are sorted and
-//!    spilled as runs (each with a sparse index of its sources), and the runs are
+//!    in-memory CSR ([`crate::memcsr`]); otherwise full buffers are radix-sorted
+//!    by source and spilled as runs (each with a sparse index of its sources; the
+//!    spill double-buffered behind the parse), and the runs are
 //!    taken back range of sources by range of sources, each range's records from
 //!    every run counting-sorted into an in-memory CSR of the range. Lists are
 //!    sorted by (target, weight bits); `--dedup` keeps the first (smallest
 //!    weight). Both paths write byte-identical files (tested), appending the
 //!    layouts with `O_DIRECT`;
-//! 4. **grid**: the in-memory path cuts it from the CSR in memory (rows in
-//!    parallel); the external path builds each row from its CSR range, read back
-//!    in chunks that fit the budget, written into its precomputed place in
-//!    `grid.data` (GridGraph's grid as in CLIP ATC'17 §4.1; GraphCP FCS'24 §3.2
-//!    sub-blocks), with the per-block counts taken while the ranges were built;
+//! 4. **grid** (GridGraph's grid as in CLIP ATC'17 §4.1; GraphCP FCS'24 §3.2
+//!    sub-blocks): the in-memory path cuts it from the CSR in memory (rows in
+//!    parallel). The external path, when the runs' indexes show that every grid
+//!    row fits a range, takes ranges of whole rows and cuts each range's rows from
+//!    its CSR in memory in the same pass (a row's index entries fixed from its
+//!    blocks' counts just before it is appended); otherwise it builds each row
+//!    from its CSR range read back in chunks that fit the budget, written into its
+//!    precomputed place in `grid.data`, with the per-block counts taken while the
+//!    ranges were built;
 //! 5. in-edge CSR (`--in-edges`) from a transpose of the in-memory CSR or a second
 //!    sort of the reversed edges (external path), degree arrays, id map, grid
 //!    index, and last the manifest.
@@ -34,7 +39,7 @@ use crate::codec::BlockPacker;
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
-use crate::memcsr::{Adj, CsrFiles, MemCsr, TargetWeight};
+use crate::memcsr::{Adj, CsrFiles, GridWriter, MemCsr, TargetWeight};
 use crate::parse::{parse_input, probe, Format, Probe, RawEdge};
 use crate::reader::BlockEntry;
 use crate::sort::{Edge, ExternalSorter, Record, Runs, WEdge};
@@ -120,6 +125,10 @@ pub struct IngestReport {
     pub self_loops: u64,
     pub partitions: u32,
     pub sort_runs: usize,
+    /// Whether the grid took a second pass over the CSR files (the external path
+    /// when a grid row does not fit a range of sources; otherwise the rows are cut
+    /// from the CSR in memory).
+    pub grid_second_pass: bool,
     pub seconds: f64,
     pub io: IoSnapshot,
     pub store_bytes: u64,
@@ -667,14 +676,14 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     } else {
         None
     };
-    let (mut files, edges, self_loops, sort_runs) = match records {
+    let (mut files, edges, self_loops, sort_runs, grid_second_pass) = match records {
         Some(records) => {
             let (files, edges, loops) = if R::WEIGHTED {
                 build_memory::<R, TargetWeight>(c, records, n, p, interval)?
             } else {
                 build_memory::<R, u32>(c, records, n, p, interval)?
             };
-            (files, edges, loops, 0)
+            (files, edges, loops, 0, false)
         }
         None => build_external(c, sorter, n, p, interval)?,
     };
@@ -724,6 +733,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         self_loops,
         partitions: p,
         sort_runs,
+        grid_second_pass,
         seconds: 0.0,
         io: IoSnapshot::default(),
         store_bytes,
@@ -776,15 +786,17 @@ fn build_memory<R: Record, A: Adj>(
 /// sources, each range small enough that its records and CSR fit the budget; each
 /// range becomes an in-memory CSR ([`MemCsr`]) appended to the CSR files, with
 /// the grid's per-block counts, the in-degrees and (with `--in-edges`) the
-/// reversed edges for a second sort taken on the way; the grid is then built from
-/// the CSR files. Returns the files, edges, self-loops and sort runs.
+/// reversed edges for a second sort taken on the way; the grid is cut from each
+/// range's CSR when every row fits a range (ranges are then whole rows), else
+/// built from the CSR files afterwards. Returns the files, edges, self-loops, sort
+/// runs and whether the grid took that second pass.
 fn build_external<R: Record>(
     c: &Ctx,
     sorter: ExternalSorter<R>,
     n: u64,
     p: u32,
     interval: u64,
-) -> Result<(Vec<FileRecord>, u64, u64, usize)> {
+) -> Result<(Vec<FileRecord>, u64, u64, usize, bool)> {
     if R::WEIGHTED {
         build_ranges::<R, TargetWeight>(c, sorter, n, p, interval)
     } else {
@@ -798,7 +810,7 @@ fn build_ranges<R: Record, A: Adj>(
     n: u64,
     p: u32,
     interval: u64,
-) -> Result<(Vec<FileRecord>, u64, u64, usize)> {
+) -> Result<(Vec<FileRecord>, u64, u64, usize, bool)> {
     let opts = c.opts;
     let budget = opts.memory;
     let store = &c.work.build;
@@ -835,27 +847,41 @@ fn build_ranges<R: Record, A: Adj>(
     } else {
         (budget * 6 / 10).saturating_sub(in_deg.len() as u64 * 4)
     };
+    // What the budget leaves for grid rows being built beside a range's CSR.
+    let row_mem = budget
+        .saturating_sub(range_mem)
+        .saturating_sub(in_deg.len() as u64 * 4)
+        .saturating_sub(if opts.in_edges { budget * 3 / 10 } else { 0 })
+        .max(1 << 20);
+    let limits = RangeLimits::new::<R, A>(range_mem);
+    // One pass (the grid's rows cut from each range's CSR) when every row's edges
+    // fit half a range and its packed row (at most 12 bytes an edge, held twice)
+    // the row memory; otherwise the grid is a second pass over the CSR files.
+    let one_pass = limits.rows_fit(&runs, n, interval, row_mem);
+    let mut grid = if one_pass {
+        Some(GridWriter::new(store, p, interval, R::WEIGHTED, &c.stats)?)
+    } else {
+        None
+    };
     let (mut files, edges, self_loops) = csr_from_runs::<R, A>(
         c,
         &mut runs,
         n,
         "out",
         opts.dedup,
-        range_mem,
+        &limits,
+        one_pass.then_some(interval),
         &mut |base, csr| {
             csr.add_block_counts(base, p, interval, &mut counts);
+            if let Some(g) = &mut grid {
+                // The range is whole rows: those rows' blocks are complete.
+                let i1 = ((base + csr.vertices() as u64).div_ceil(interval) as usize).min(pp);
+                g.set_rows(i1, &counts)?;
+                g.append_windows(csr, base, i1, interval, row_mem, &|_| {})?;
+            }
             // In-degrees counted here only when they fit (else a pass afterwards).
             if !in_deg.is_empty() {
-                for x in &csr.adj {
-                    let d = &mut in_deg[x.v() as usize];
-                    *d = d.checked_add(1).ok_or_else(|| {
-                        StoreError::Invalid(format!(
-                            "vertex {} has more than {} in-edges",
-                            x.v(),
-                            u32::MAX
-                        ))
-                    })?;
-                }
+                csr.add_in_degrees(&mut in_deg)?;
             }
             if let Some(s) = &mut in_sorter {
                 for u in 0..csr.vertices() {
@@ -879,7 +905,8 @@ fn build_ranges<R: Record, A: Adj>(
             n,
             "in",
             false,
-            budget * 6 / 10,
+            &RangeLimits::new::<R, A>(budget * 6 / 10),
+            None,
             &mut |_, _| Ok(()),
         )?;
         files.extend(f);
@@ -890,54 +917,99 @@ fn build_ranges<R: Record, A: Adj>(
     }
     drop(in_deg);
 
+    if let Some(mut g) = grid {
+        g.append_empty_rows(pp)?;
+        files.extend(g.finish(store, &c.stats)?);
+        return Ok((files, edges, self_loops, sort_runs, false));
+    }
     c.obs.phase("grid", edges);
-    // The grid from the CSR files, row by row in budget-sized chunks. (Building
-    // windows of rows in memory in parallel, as the in-memory path does, was
-    // measured slower here: 3.7-5.5 s against 3.3-3.5 s at Kronecker 24.)
+    // The grid from the CSR files, row by row in budget-sized chunks.
     let block_edges: Vec<u64> = counts.iter().map(|c| c.0).collect();
     let block_sources: Vec<u64> = counts.iter().map(|c| c.1).collect();
     drop(counts);
     let grid = build_grid::<R>(c, &files, n, p, interval, &block_edges, &block_sources)?;
     files.extend(grid);
-    Ok((files, edges, self_loops, sort_runs))
+    Ok((files, edges, self_loops, sort_runs, true))
+}
+
+/// How many records (`cap`) and vertices (`vmax`) one range of sources may hold
+/// for its records and CSR to fit a range budget.
+struct RangeLimits {
+    cap: u64,
+    vmax: u64,
+}
+
+impl RangeLimits {
+    fn new<R: Record, A: Adj>(range_mem: u64) -> RangeLimits {
+        let threads = rayon::current_num_threads().max(1) as u64;
+        let per = (std::mem::size_of::<R>() + std::mem::size_of::<A>()) as u64;
+        RangeLimits {
+            cap: (range_mem * 85 / 100 / per).max(1),
+            vmax: (range_mem * 15 / 100 / (4 * threads + 20)).max(1),
+        }
+    }
+
+    /// Whether every grid row (`interval` sources) surely fits half a range and
+    /// its packed row (at most 12 bytes an edge: targets, sources and offsets of
+    /// at most 32 bits each and a weight), held twice while built, `row_mem`
+    /// (bounds from the runs' sparse indexes, before anything is taken).
+    fn rows_fit<R: Record>(&self, runs: &Runs<R>, n: u64, interval: u64, row_mem: u64) -> bool {
+        if interval > self.vmax {
+            return false;
+        }
+        let mut lo = 0;
+        while lo < n {
+            let hi = (lo + interval).min(n);
+            let row = runs.bound_below(hi).saturating_sub(runs.lower_below(lo));
+            if row > self.cap / 2 || row * 24 > row_mem {
+                return false;
+            }
+            lo = hi;
+        }
+        true
+    }
 }
 
 /// One direction's CSR from sorted runs, by ranges of sources whose records and
-/// CSR fit `range_mem`; `each(base, csr)` sees every range's CSR after it is
-/// written. Returns the files, edges and self-loops.
+/// CSR fit the range `limits` (with `rows`, ranges of whole rows of that many
+/// vertices; every row must fit on its own); `each(base, csr)` sees every range's
+/// CSR after it is written. Returns the files, edges and self-loops.
+#[allow(clippy::too_many_arguments)]
 fn csr_from_runs<R: Record, A: Adj>(
     c: &Ctx,
     runs: &mut Runs<R>,
     n: u64,
     dir: &str,
     dedup: bool,
-    range_mem: u64,
+    limits: &RangeLimits,
+    rows: Option<u64>,
     each: &mut dyn FnMut(u64, &MemCsr<A>) -> Result<()>,
 ) -> Result<(Vec<FileRecord>, u64, u64)> {
     let threads = rayon::current_num_threads().max(1);
     let per = (std::mem::size_of::<R>() + std::mem::size_of::<A>()) as u64;
-    let cap = (range_mem * 85 / 100 / per).max(1);
-    let vmax = (range_mem * 15 / 100 / (4 * threads as u64 + 20)).max(1);
+    let (cap, vmax) = (limits.cap, limits.vmax);
     let mut out = CsrFiles::create(&c.work.build, dir, A::WEIGHTED, &c.stats)?;
     let mut records: Vec<R> = Vec::new();
     let (mut lo, mut edges, mut loops, mut seen) = (0u64, 0u64, 0u64, 0u64);
     while lo < n {
-        // The widest range [lo, hi) whose records surely fit (at least one vertex).
-        let top = n.min(lo + vmax);
-        let hi = if runs.bound_below(top) <= cap {
-            top
+        // The widest range [lo, hi) whose records surely fit: at least one vertex
+        // (one row with `rows`), ending at a row's end with `rows`.
+        let step = rows.unwrap_or(1);
+        let end = |k: u64| n.min(lo + k * step);
+        let (mut ok, mut bad) = (1u64, (vmax / step).max(1) + 1);
+        if runs.bound_below(end(bad - 1)) <= cap {
+            ok = bad - 1;
         } else {
-            let (mut ok, mut bad) = (lo + 1, top);
             while bad - ok > 1 {
                 let mid = ok + (bad - ok) / 2;
-                if runs.bound_below(mid) <= cap {
+                if runs.bound_below(end(mid)) <= cap {
                     ok = mid;
                 } else {
                     bad = mid;
                 }
             }
-            ok
-        };
+        }
+        let hi = end(ok);
         records.clear();
         runs.take_below(hi, &mut records)?;
         if records.len() as u64 * per > c.opts.memory {

@@ -394,6 +394,32 @@ impl<A: Adj> MemCsr<A> {
         w.finish()
     }
 
+    /// Adds every edge's target to `in_deg` (indexed by vertex), in parallel over
+    /// disjoint ranges of targets; an overflow is an error.
+    pub fn add_in_degrees(&self, in_deg: &mut [u32]) -> Result<()> {
+        let parts = rayon::current_num_threads().max(1);
+        let chunk = in_deg.len().div_ceil(parts).max(1);
+        in_deg
+            .par_chunks_mut(chunk)
+            .enumerate()
+            .try_for_each(|(k, deg)| {
+                let lo = (k * chunk) as u32;
+                for x in &self.adj {
+                    let i = x.v().wrapping_sub(lo) as usize;
+                    if i < deg.len() {
+                        deg[i] = deg[i].checked_add(1).ok_or_else(|| {
+                            StoreError::Invalid(format!(
+                                "vertex {} has more than {} in-edges",
+                                x.v(),
+                                u32::MAX
+                            ))
+                        })?;
+                    }
+                }
+                Ok(())
+            })
+    }
+
     /// Adds this CSR's per-block (edges, distinct sources) to `counts` (P x P,
     /// row-major); its vertex k is `base + k`.
     pub fn add_block_counts(&self, base: u64, p: u32, interval: u64, counts: &mut [(u64, u64)]) {
@@ -456,20 +482,7 @@ impl<A: Adj> MemCsr<A> {
         self.add_block_counts(0, p, interval, &mut counts);
         let mut g = GridWriter::create(store, p, interval, &counts, A::WEIGHTED, stats)?;
         drop(counts);
-        // A row is held twice while built: packed per block, then appended in order.
-        let widest = (0..pp)
-            .map(|i| 2 * g.row_bytes(i))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
-        let mut i0 = 0usize;
-        while i0 < pp {
-            let i1 = (i0 + window).min(pp);
-            g.append_rows(self, 0, i0, i1, interval)?;
-            progress(g.placed);
-            i0 = i1;
-        }
+        g.append_windows(self, 0, pp, interval, memory, progress)?;
         g.finish(store, stats)
     }
 
@@ -545,19 +558,51 @@ impl<A: Adj> MemCsr<A> {
     }
 }
 
-/// `grid.data` written row by row from CSRs in memory, with the index (every
-/// block's place, from the per-block counts) fixed first.
+/// `grid.data` written row by row from CSRs in memory. A block's place follows
+/// from the sizes of the blocks before it, so each row's index entries are fixed
+/// (from its blocks' counts) before the row is appended: all at once
+/// ([`GridWriter::create`]) or row by row as the counts become known
+/// ([`GridWriter::new`] + [`GridWriter::set_rows`], the external ingest's
+/// single pass).
 pub(crate) struct GridWriter {
     index: Vec<BlockEntry>,
     total: u64,
     pp: usize,
+    bits: u32,
+    weighted: bool,
     data: LayoutWriter,
+    /// Rows whose index entries are set.
+    rows_set: usize,
     next_row: usize,
     /// Edges placed so far.
     pub placed: u64,
 }
 
 impl GridWriter {
+    /// A writer whose rows' entries are set later, in order, by [`Self::set_rows`].
+    pub fn new(
+        store: &Path,
+        p: u32,
+        interval: u64,
+        weighted: bool,
+        stats: &Arc<IoStats>,
+    ) -> Result<GridWriter> {
+        let pp = p as usize;
+        let data =
+            LayoutWriter::create(&store.join("grid.data"), FileKind::GridData, stats.clone())?;
+        Ok(GridWriter {
+            index: vec![BlockEntry::default(); pp * pp],
+            total: 0,
+            pp,
+            bits: id_bits(interval),
+            weighted,
+            data,
+            rows_set: 0,
+            next_row: 0,
+            placed: 0,
+        })
+    }
+
     /// `counts`: (edges, distinct sources) of every block, row-major.
     pub fn create(
         store: &Path,
@@ -567,12 +612,22 @@ impl GridWriter {
         weighted: bool,
         stats: &Arc<IoStats>,
     ) -> Result<GridWriter> {
-        let bits = id_bits(interval);
-        let pp = p as usize;
-        let mut index = vec![BlockEntry::default(); pp * pp];
-        let mut total = 0u64;
-        for b in 0..pp * pp {
-            let (edges, sources) = counts[b];
+        let mut g = Self::new(store, p, interval, weighted, stats)?;
+        g.set_rows(p as usize, counts)?;
+        Ok(g)
+    }
+
+    /// Fixes the index entries of the rows from the next unset one up to `i1`
+    /// from `counts` ((edges, distinct sources) of every block, P x P row-major;
+    /// only those rows are read).
+    pub fn set_rows(&mut self, i1: usize, counts: &[(u64, u64)]) -> Result<()> {
+        let pp = self.pp;
+        for (b, &(edges, sources)) in counts
+            .iter()
+            .enumerate()
+            .take(i1 * pp)
+            .skip(self.rows_set * pp)
+        {
             if edges > u32::MAX as u64 {
                 return Err(StoreError::Invalid(format!(
                     "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
@@ -581,29 +636,58 @@ impl GridWriter {
                     u32::MAX
                 )));
             }
-            index[b] = BlockEntry::new(total, edges, sources, bits);
-            total += index[b].shape().block_bytes(weighted);
+            self.index[b] = BlockEntry::new(self.total, edges, sources, self.bits);
+            self.total += self.index[b].shape().block_bytes(self.weighted);
         }
-        let data =
-            LayoutWriter::create(&store.join("grid.data"), FileKind::GridData, stats.clone())?;
-        Ok(GridWriter {
-            index,
-            total,
-            pp,
-            data,
-            next_row: 0,
-            placed: 0,
-        })
+        self.rows_set = self.rows_set.max(i1);
+        Ok(())
     }
 
-    /// Bytes of row `i` in `grid.data`.
+    /// Appends rows from the next one up to `i1`, all without edges.
+    pub fn append_empty_rows(&mut self, i1: usize) -> Result<()> {
+        let zero = vec![(0u64, 0u64); self.pp * self.pp];
+        self.set_rows(i1, &zero)?;
+        self.next_row = self.next_row.max(i1);
+        Ok(())
+    }
+
+    /// Bytes of row `i` (its entries set) in `grid.data`.
     pub fn row_bytes(&self, i: usize) -> u64 {
-        let end = if i + 1 < self.pp {
+        debug_assert!(i < self.rows_set);
+        let end = if i + 1 < self.rows_set {
             self.index[(i + 1) * self.pp].offset
         } else {
             self.total
         };
         end - self.index[i * self.pp].offset
+    }
+
+    /// Appends the rows from the next one up to `i1` (entries set) from `csr`
+    /// (vertex k is `vbase + k`), built in parallel in windows of rows that hold
+    /// at most `memory` bytes at once (a row is held twice while built: packed per
+    /// block, then in order), at least one row at a time; `progress` gets the edges
+    /// placed so far.
+    pub fn append_windows<A: Adj>(
+        &mut self,
+        csr: &MemCsr<A>,
+        vbase: u64,
+        i1: usize,
+        interval: u64,
+        memory: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<()> {
+        let widest = (self.next_row..i1)
+            .map(|i| 2 * self.row_bytes(i))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
+        while self.next_row < i1 {
+            let i0 = self.next_row;
+            self.append_rows(csr, vbase, i0, (i0 + window).min(i1), interval)?;
+            progress(self.placed);
+        }
+        Ok(())
     }
 
     /// Builds rows `i0 .. i1` (the next ones) in parallel from `csr`, whose vertex
@@ -618,6 +702,7 @@ impl GridWriter {
         interval: u64,
     ) -> Result<()> {
         assert_eq!(i0, self.next_row, "grid rows are appended in order");
+        assert!(i1 <= self.rows_set, "grid rows' entries are set first");
         let pp = self.pp;
         let end = vbase + csr.vertices() as u64;
         let row = |i: usize| {

@@ -98,7 +98,7 @@ pub struct ExternalSorter<R: Record> {
     capacity: usize,
     dir: PathBuf,
     runs: Vec<(PathBuf, u64)>,
-    /// Per run, the source of every [`INDEX_STEP`]-th record.
+    /// Per run, the source of every [`index_step`]-th record.
     run_index: Vec<Vec<u32>>,
     stats: Arc<IoStats>,
     total: u64,
@@ -148,7 +148,11 @@ fn write_run<R: Record>(
         out.write_all(bytemuck::cast_slice(part))?;
     }
     out.finish()?;
-    let index = data.iter().step_by(INDEX_STEP).map(|r| r.u()).collect();
+    let index = data
+        .iter()
+        .step_by(index_step(data.len() as u64))
+        .map(|r| r.u())
+        .collect();
     let len = data.len() as u64;
     data.clear();
     Ok((data, Spilled { path, len, index }))
@@ -178,8 +182,9 @@ fn radix_by_source<R: Record>(v: &mut [R], bits: u32) {
         v.sort_unstable_by_key(|r| r.u());
         return;
     }
-    // Digits of at most 12 bits, the levels as even as the bits allow.
-    let levels = bits.div_ceil(10);
+    // Digits of at most 8 bits (256 buckets: the permutation's write heads stay in
+    // cache), the levels as even as the bits allow.
+    let levels = bits.div_ceil(8);
     let width = bits.div_ceil(levels);
     let shift = bits - width;
     let buckets = 1usize << width;
@@ -461,13 +466,20 @@ impl<R: Record> Drop for ExternalSorter<R> {
 /// Records between two entries of a run's sparse source index.
 pub const INDEX_STEP: usize = 4096;
 
+/// Records between two entries of the sparse source index of a run of `len`
+/// records: [`INDEX_STEP`], or finer for short runs (at least 16), so that the
+/// bounds on a range's records stay within about a thousandth of the run.
+pub fn index_step(len: u64) -> usize {
+    ((len / 1024) as usize).clamp(16, INDEX_STEP)
+}
+
 /// One sorted run being consumed in ascending source ranges.
 struct RunCursor<R: Record> {
     file: InFile,
     len: u64,
     /// Next record of the file not yet read.
     next: u64,
-    /// Source of record k * INDEX_STEP.
+    /// Source of record k * index_step(len).
     index: Vec<u32>,
     /// Records read but not yet taken (all at or above the last range's end).
     pending: Vec<R>,
@@ -478,7 +490,7 @@ impl<R: Record> RunCursor<R> {
     /// sources below `hi`: records from there on have sources >= `hi`.
     fn bound(&self, hi: u64) -> u64 {
         let k = self.index.partition_point(|&u| (u as u64) < hi);
-        ((k * INDEX_STEP) as u64).min(self.len)
+        ((k * index_step(self.len)) as u64).min(self.len)
     }
 }
 
@@ -496,13 +508,33 @@ impl<R: Record> Runs<R> {
     }
 
     /// An upper bound on the records with sources below `hi` not yet taken (exact
-    /// to within [`INDEX_STEP`] per run).
+    /// to within [`index_step`] records per run).
     pub fn bound_below(&self, hi: u64) -> u64 {
         self.runs
             .iter()
             .map(|r| {
                 let p = r.pending.partition_point(|x| (x.u() as u64) < hi) as u64;
                 p + r.bound(hi).saturating_sub(r.next)
+            })
+            .sum()
+    }
+
+    /// A lower bound on the records with sources below `lo` not yet taken (exact
+    /// to within [`index_step`] records per run): with [`Self::bound_below`], a bound on
+    /// the records of any range of sources.
+    pub fn lower_below(&self, lo: u64) -> u64 {
+        self.runs
+            .iter()
+            .map(|r| {
+                let p = r.pending.partition_point(|x| (x.u() as u64) < lo) as u64;
+                // Record (k-1)*STEP has a source below lo, so do all before it.
+                let k = r.index.partition_point(|&u| (u as u64) < lo) as u64;
+                let known = if k == 0 {
+                    0
+                } else {
+                    ((k - 1) * index_step(r.len) as u64 + 1).min(r.len)
+                };
+                p + known.saturating_sub(r.next)
             })
             .sum()
     }
@@ -725,6 +757,16 @@ mod tests {
             assert!(runs.count() >= input.len() / cap);
             let mut lo = 0u64;
             for hi in [1u64, 2, 100, 1000, 2500, 4096] {
+                for x in [lo, lo + 1, hi / 2, hi] {
+                    let below = |b: u64| {
+                        input
+                            .iter()
+                            .filter(|r| (lo..b).contains(&(r.u as u64)))
+                            .count() as u64
+                    };
+                    assert!(runs.lower_below(x) <= below(x), "lower bound at {x}");
+                    assert!(runs.bound_below(x) >= below(x), "upper bound at {x}");
+                }
                 let mut got = Vec::new();
                 runs.take_below(hi, &mut got).unwrap();
                 let mut expect: Vec<WEdge> = input
@@ -791,16 +833,19 @@ mod tests {
         let edges: Vec<Edge> = bytemuck::cast_slice(&bytes[..n * 8]).to_vec();
         drop(bytes);
         for _ in 0..3 {
-            let mut a = edges.clone();
+            let mut a: Vec<Edge> = crate::memcsr::huge_zeroed(n);
+            a.copy_from_slice(&edges);
             let t = std::time::Instant::now();
             sort_records(&mut a);
             let ta = t.elapsed();
-            let mut b = edges.clone();
+            let mut b: Vec<Edge> = crate::memcsr::huge_zeroed(n);
+            b.copy_from_slice(&edges);
             let t = std::time::Instant::now();
             sort_by_source(&mut b);
             let tb = t.elapsed();
             assert!(b.windows(2).all(|w| w[0].u <= w[1].u));
-            let mut c = edges.clone();
+            let mut c: Vec<Edge> = crate::memcsr::huge_zeroed(n);
+            c.copy_from_slice(&edges);
             let t = std::time::Instant::now();
             c.par_chunks_mut(n / 2).for_each(|h| {
                 let max = h.iter().map(|r| r.u()).max().unwrap_or(0);

@@ -561,28 +561,40 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
         x >> 33
     };
     let n = 30_000u64;
-    // A few heavy sources, as in a power-law graph, and many light ones.
-    let edges: Vec<(u64, u64, u32)> = (0..250_000)
-        .map(|_| {
-            let u = if next() % 4 == 0 {
-                next() % 5
-            } else {
-                next() % n
-            };
-            (u, next() % n, (next() % 8) as u32)
-        })
-        .collect();
-    // P = 1: one grid row, read back in several chunks; P = 40: many small rows.
+    // A few heavy sources, as in a power-law graph, and many light ones; and the
+    // same number of edges spread evenly.
+    let mut heavy = true;
+    let mut gen = |heavy: bool| -> Vec<(u64, u64, u32)> {
+        (0..250_000)
+            .map(|_| {
+                let u = if heavy && next() % 4 == 0 {
+                    next() % 5
+                } else {
+                    next() % n
+                };
+                (u, next() % n, (next() % 8) as u32)
+            })
+            .collect()
+    };
+    let skewed = gen(true);
+    let even = gen(false);
+    // P = 1: one grid row, read back in several chunks; P = 40: many small rows
+    // (the heavy sources' row too large for one range: a second pass); P = 60 on
+    // even sources: every row fits a range, so the grid is cut in the one pass.
+    let mut second_pass = Vec::new();
     for (fmt, dedup, in_edges, partitions) in [
         (Fmt::Bin32, false, false, 40),
         (Fmt::Bin32w, true, true, 5),
         (Fmt::Bin32, true, false, 1),
+        (Fmt::Bin32, false, false, 60),
+        (Fmt::Bin32w, true, true, 60),
     ] {
+        heavy = partitions != 60 && heavy;
         let case = Case {
             fmt,
             gzip: false,
             n,
-            edges: edges.clone(),
+            edges: if heavy { skewed.clone() } else { even.clone() },
             weighted: fmt == Fmt::Bin32w,
             undirected: false,
             dedup,
@@ -607,10 +619,16 @@ fn many_runs_and_source_ranges_write_the_in_memory_store() {
             };
             let report = ingest(std::slice::from_ref(&input), &out, &opts, &Quiet).unwrap();
             assert_eq!(report.sort_runs > 3, memory == 1 << 20, "{report:?}");
+            if memory == 1 << 20 {
+                second_pass.push(report.grid_second_pass);
+            } else {
+                assert!(!report.grid_second_pass, "in-memory path: {report:?}");
+            }
             stores.push(out);
         }
-        assert_same_files(&stores[0], &stores[1], &format!("{fmt:?}"));
+        assert_same_files(&stores[0], &stores[1], &format!("{fmt:?} P={partitions}"));
     }
+    assert_eq!(second_pass, [true, true, true, false, false]);
 }
 
 /// One source with more edges than the budget holds at once is refused with a
