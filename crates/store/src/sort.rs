@@ -98,8 +98,8 @@ pub struct ExternalSorter<R: Record> {
     capacity: usize,
     dir: PathBuf,
     runs: Vec<(PathBuf, u64)>,
-    /// Per run, the source of every [`index_step`]-th record.
-    run_index: Vec<Vec<u32>>,
+    /// Per run, its source index (source-ordered runs only).
+    run_index: Vec<Segments>,
     stats: Arc<IoStats>,
     total: u64,
     merge_memory: usize,
@@ -120,7 +120,7 @@ pub enum SpillOrder {
     /// By [`Record::key`] then [`Record::tie`]: runs that [`ExternalSorter::finish`]
     /// merges into one fully sorted stream.
     Full,
-    /// By source only ([`sort_by_source`], a radix sort): runs for
+    /// By source only ([`partition_by_source`], a radix partition): runs for
     /// [`ExternalSorter::into_runs`], taken back by ranges of sources.
     Source,
 }
@@ -129,7 +129,7 @@ pub enum SpillOrder {
 struct Spilled {
     path: PathBuf,
     len: u64,
-    index: Vec<u32>,
+    index: Segments,
 }
 
 /// Sorts `data` in `order` and writes it to `path` as one run.
@@ -139,20 +139,21 @@ fn write_run<R: Record>(
     path: PathBuf,
     stats: Arc<IoStats>,
 ) -> Result<(Vec<R>, Spilled)> {
-    match order {
-        SpillOrder::Full => sort_records(&mut data),
-        SpillOrder::Source => sort_by_source(&mut data),
-    }
+    let index = match order {
+        SpillOrder::Full => {
+            sort_records(&mut data);
+            Vec::new()
+        }
+        SpillOrder::Source => {
+            let leaf = leaf_size(data.len() as u64);
+            partition_by_source(&mut data, leaf)
+        }
+    };
     let mut out = OutFile::create_direct(&path, stats)?;
     for part in data.chunks(1 << 20) {
         out.write_all(bytemuck::cast_slice(part))?;
     }
     out.finish()?;
-    let index = data
-        .iter()
-        .step_by(index_step(data.len() as u64))
-        .map(|r| r.u())
-        .collect();
     let len = data.len() as u64;
     data.clear();
     Ok((data, Spilled { path, len, index }))
@@ -166,26 +167,34 @@ fn sort_records<R: Record>(v: &mut [R]) {
     }
 }
 
-/// Sorts `v` by source only (ties in any order), in place: an MSD radix sort
-/// on 8-bit digits of the source's `bits` significant bits (American flag
-/// permutation per level, the buckets of the next level sorted in parallel),
-/// small buckets by comparison. For runs that are consumed by source ranges
-/// ([`Runs::take_below`]) this is all the order they need.
-pub fn sort_by_source<R: Record>(v: &mut [R]) {
+/// A run's source index: `(first source, position)` pairs in ascending order;
+/// the records at positions `[pos_k, pos_k+1)` (the last up to the run's end) all
+/// have sources in `[src_k, src_k+1)`.
+pub type Segments = Vec<(u32, u64)>;
+
+/// Orders `v` by source into segments of at most `leaf` records (or of a single
+/// source), in place, and returns the segments ([`Segments`]): an MSD radix
+/// partition on 8-bit digits of the sources' significant bits (an American flag
+/// permutation per level, the next level's buckets in parallel) that stops as soon
+/// as a bucket is small enough, leaving it unsorted. For runs taken back by ranges
+/// of sources ([`Runs::take_below`]) that is all the order needed: only the one
+/// segment straddling a range's end is filtered.
+pub fn partition_by_source<R: Record>(v: &mut [R], leaf: usize) -> Segments {
+    if v.is_empty() {
+        return Vec::new();
+    }
     let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
     let bits = 32 - max.leading_zeros();
-    radix_by_source(v, bits);
+    partition_level(v, 0, 0, bits, leaf.max(1))
 }
 
-fn radix_by_source<R: Record>(v: &mut [R], bits: u32) {
-    if v.len() <= 256 || bits == 0 {
-        v.sort_unstable_by_key(|r| r.u());
-        return;
+/// One level: `v` (at run position `pos`) holds sources `lo .. lo + 2^bits`.
+fn partition_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32, leaf: usize) -> Segments {
+    if v.len() <= leaf || bits == 0 {
+        return vec![(lo, pos)];
     }
-    // Digits of at most 8 bits (256 buckets: the permutation's write heads stay in
-    // cache), the levels as even as the bits allow.
-    let levels = bits.div_ceil(8);
-    let width = bits.div_ceil(levels);
+    // Digits of at most 8 bits: the permutation's 256 write heads stay in cache.
+    let width = bits.min(8);
     let shift = bits - width;
     let buckets = 1usize << width;
     let mask = (buckets - 1) as u32;
@@ -234,20 +243,23 @@ fn radix_by_source<R: Record>(v: &mut [R], bits: u32) {
             head[d] += 1;
         }
     }
-    if shift == 0 {
-        return;
-    }
-    let mut parts: Vec<&mut [R]> = Vec::with_capacity(buckets);
+    let mut parts: Vec<(u32, u64, &mut [R])> = Vec::with_capacity(buckets);
     let mut rest = v;
-    for &c in &count {
+    let mut p = pos;
+    for (d, &c) in count.iter().enumerate() {
         let (b, r) = rest.split_at_mut(c);
-        parts.push(b);
+        if c > 0 {
+            parts.push((lo + ((d as u32) << shift), p, b));
+        }
+        p += c as u64;
         rest = r;
     }
     parts
         .into_par_iter()
         .with_min_len(16)
-        .for_each(|b| radix_by_source(b, shift));
+        .map(|(src, p, b)| partition_level(b, p, src, shift, leaf))
+        .collect::<Vec<Segments>>()
+        .concat()
 }
 
 impl<R: Record> ExternalSorter<R> {
@@ -377,9 +389,14 @@ impl<R: Record> ExternalSorter<R> {
         }
     }
 
-    /// Ends input by spilling what is left: the sorted runs, to be taken in ranges
-    /// of sources ([`Runs::take_below`]).
+    /// Ends input by spilling what is left: the runs, to be taken in ranges of
+    /// sources ([`Runs::take_below`]). Only for a [`SpillOrder::Source`] sorter.
     pub fn into_runs(mut self) -> Result<Runs<R>> {
+        assert_eq!(
+            self.order,
+            SpillOrder::Source,
+            "runs by ranges need their index"
+        );
         self.spill(false)?;
         self.join()?;
         self.buf = Vec::new();
@@ -463,25 +480,25 @@ impl<R: Record> Drop for ExternalSorter<R> {
     }
 }
 
-/// Records between two entries of a run's sparse source index.
-pub const INDEX_STEP: usize = 4096;
+/// The largest segment (in records) of a run's source index.
+pub const LEAF_RECORDS: usize = 4096;
 
-/// Records between two entries of the sparse source index of a run of `len`
-/// records: [`INDEX_STEP`], or finer for short runs (at least 16), so that the
-/// bounds on a range's records stay within about a thousandth of the run.
-pub fn index_step(len: u64) -> usize {
-    ((len / 1024) as usize).clamp(16, INDEX_STEP)
+/// The largest unsorted segment of a run of `len` records: [`LEAF_RECORDS`], or
+/// finer for short runs (at least 16), so that the bounds on a range's records
+/// stay within about a thousandth of the run.
+pub fn leaf_size(len: u64) -> usize {
+    ((len / 1024) as usize).clamp(16, LEAF_RECORDS)
 }
 
-/// One sorted run being consumed in ascending source ranges.
+/// One run being consumed in ascending source ranges.
 struct RunCursor<R: Record> {
     file: InFile,
     len: u64,
     /// Next record of the file not yet read.
     next: u64,
-    /// Source of record k * index_step(len).
-    index: Vec<u32>,
-    /// Records read but not yet taken (all at or above the last range's end).
+    index: Segments,
+    /// Records read but not yet taken: all at or above the last range's end and
+    /// below the next segment's first source, in no order.
     pending: Vec<R>,
 }
 
@@ -489,8 +506,34 @@ impl<R: Record> RunCursor<R> {
     /// End (exclusive, a record position) of the part of the file that may hold
     /// sources below `hi`: records from there on have sources >= `hi`.
     fn bound(&self, hi: u64) -> u64 {
-        let k = self.index.partition_point(|&u| (u as u64) < hi);
-        ((k * index_step(self.len)) as u64).min(self.len)
+        let k = self.index.partition_point(|&(u, _)| (u as u64) < hi);
+        self.index.get(k).map_or(self.len, |s| s.1)
+    }
+
+    /// Start of the segment holding the last records below `hi` (a record
+    /// position): records before it all have sources below `hi`.
+    fn straddle(&self, hi: u64) -> u64 {
+        let k = self.index.partition_point(|&(u, _)| (u as u64) < hi);
+        if k == 0 {
+            0
+        } else {
+            self.index[k - 1].1
+        }
+    }
+
+    /// Records of the file surely below `lo`: those before the last segment
+    /// starting at or below `lo`.
+    fn known_below(&self, lo: u64) -> u64 {
+        let k = self.index.partition_point(|&(u, _)| (u as u64) <= lo);
+        if k == 0 {
+            0
+        } else {
+            self.index[k - 1].1
+        }
+    }
+
+    fn pending_below(&self, x: u64) -> u64 {
+        self.pending.iter().filter(|r| (r.u() as u64) < x).count() as u64
     }
 }
 
@@ -508,45 +551,35 @@ impl<R: Record> Runs<R> {
     }
 
     /// An upper bound on the records with sources below `hi` not yet taken (exact
-    /// to within [`index_step`] records per run).
+    /// to within one segment, [`leaf_size`] records, per run).
     pub fn bound_below(&self, hi: u64) -> u64 {
         self.runs
             .iter()
-            .map(|r| {
-                let p = r.pending.partition_point(|x| (x.u() as u64) < hi) as u64;
-                p + r.bound(hi).saturating_sub(r.next)
-            })
+            .map(|r| r.pending_below(hi) + r.bound(hi).saturating_sub(r.next))
             .sum()
     }
 
     /// A lower bound on the records with sources below `lo` not yet taken (exact
-    /// to within [`index_step`] records per run): with [`Self::bound_below`], a bound on
-    /// the records of any range of sources.
+    /// to within one segment per run): with [`Self::bound_below`], a bound on the
+    /// records of any range of sources.
     pub fn lower_below(&self, lo: u64) -> u64 {
         self.runs
             .iter()
-            .map(|r| {
-                let p = r.pending.partition_point(|x| (x.u() as u64) < lo) as u64;
-                // Record (k-1)*STEP has a source below lo, so do all before it.
-                let k = r.index.partition_point(|&u| (u as u64) < lo) as u64;
-                let known = if k == 0 {
-                    0
-                } else {
-                    ((k - 1) * index_step(r.len) as u64 + 1).min(r.len)
-                };
-                p + known.saturating_sub(r.next)
-            })
+            .map(|r| r.pending_below(lo) + r.known_below(lo).saturating_sub(r.next))
             .sum()
     }
 
-    /// Appends to `out` every record not yet taken whose source is below `hi`.
+    /// Appends to `out` every record not yet taken whose source is below `hi`
+    /// (from each run in no particular order).
     pub fn take_below(&mut self, hi: u64, out: &mut Vec<R>) -> Result<()> {
         let size = std::mem::size_of::<R>() as u64;
+        let below = |x: &R| (x.u() as u64) < hi;
         for r in &mut self.runs {
-            let p = r.pending.partition_point(|x| (x.u() as u64) < hi);
-            out.extend_from_slice(&r.pending[..p]);
-            r.pending.drain(..p);
+            let keep = partition_in_place(&mut r.pending, |x| !below(x));
+            out.extend_from_slice(&r.pending[keep..]);
+            r.pending.truncate(keep);
             if !r.pending.is_empty() {
+                // A pending record at or above `hi` is below every later segment.
                 continue;
             }
             let end = r.bound(hi);
@@ -558,14 +591,28 @@ impl<R: Record> Runs<R> {
             out.resize(at + k, R::zeroed());
             r.file
                 .read_exact_at(r.next * size, bytemuck::cast_slice_mut(&mut out[at..]))?;
+            // Only the last segment read may run past `hi`: keep that part for later.
+            let from = at + (r.straddle(hi).max(r.next) - r.next) as usize;
             r.next = end;
-            // The last index block may run past `hi`: keep that part for later.
-            let cut = at + out[at..].partition_point(|x| (x.u() as u64) < hi);
+            let cut = from + partition_in_place(&mut out[from..], below);
             r.pending.extend_from_slice(&out[cut..]);
             out.truncate(cut);
         }
         Ok(())
     }
+}
+
+/// Moves the elements satisfying `first` to the front (in no set order) and
+/// returns how many there are.
+fn partition_in_place<T: Copy>(v: &mut [T], first: impl Fn(&T) -> bool) -> usize {
+    let mut k = 0;
+    for i in 0..v.len() {
+        if first(&v[i]) {
+            v.swap(i, k);
+            k += 1;
+        }
+    }
+    k
 }
 
 impl<R: Record> Drop for Runs<R> {
@@ -784,16 +831,42 @@ mod tests {
         }
     }
 
+    /// Checks that `segs` describes `v` as [`Segments`] says.
+    fn check_segments(v: &[WEdge], segs: &Segments, leaf: usize) {
+        if v.is_empty() {
+            assert!(segs.is_empty());
+            return;
+        }
+        assert_eq!(segs[0].1, 0);
+        for (k, &(src, pos)) in segs.iter().enumerate() {
+            let (next_src, end) = segs
+                .get(k + 1)
+                .map_or((u64::MAX, v.len() as u64), |s| (s.0 as u64, s.1));
+            assert!(pos < end && (src as u64) < next_src, "segments ascend");
+            let part = &v[pos as usize..end as usize];
+            assert!(
+                part.iter().all(|r| r.u >= src && (r.u as u64) < next_src),
+                "segment {k} holds only its sources"
+            );
+            assert!(
+                part.len() <= leaf || part.iter().all(|r| r.u == part[0].u),
+                "segment {k}: {} records of several sources",
+                part.len()
+            );
+        }
+    }
+
     #[test]
-    fn radix_sort_by_source_orders_sources() {
+    fn partition_by_source_gives_exact_segments() {
         let mut x = 99u64;
-        for (len, bits) in [
-            (0usize, 8u32),
-            (1, 4),
-            (300, 3),
-            (5000, 9),
-            (70_000, 20),
-            (300_000, 32),
+        for (len, bits, leaf) in [
+            (0usize, 8u32, 16usize),
+            (1, 4, 16),
+            (300, 3, 16),
+            (5000, 9, 16),
+            (70_000, 20, 64),
+            (300_000, 32, 4096),
+            (300_000, 17, 1),
         ] {
             let mut v: Vec<WEdge> = (0..len)
                 .map(|_| {
@@ -813,8 +886,8 @@ mod tests {
                 })
                 .collect();
             let mut expect = v.clone();
-            sort_by_source(&mut v);
-            assert!(v.windows(2).all(|w| w[0].u <= w[1].u), "len {len}");
+            let segs = partition_by_source(&mut v, leaf);
+            check_segments(&v, &segs, leaf);
             let key = |r: &WEdge| (r.u, r.v, r.w.to_bits());
             expect.sort_by_key(key);
             v.sort_by_key(key);
@@ -823,36 +896,29 @@ mod tests {
     }
 
     /// `OUTCORE_SORT_BENCH=FILE cargo test --release -p outcore-store sort_bench -- --ignored --nocapture`:
-    /// the comparison sort vs the radix sort by source on a bin32 file's first 64M edges.
+    /// the comparison sort vs the radix partition by source on a bin32 file's first
+    /// 32M edges (a half-buffer spill at --memory 1G).
     #[test]
     #[ignore]
     fn sort_bench() {
         let path = std::env::var("OUTCORE_SORT_BENCH").unwrap();
         let bytes = std::fs::read(path).unwrap();
-        let n = (bytes.len() / 8).min(64 << 20);
+        let n = (bytes.len() / 8).min(32 << 20);
         let edges: Vec<Edge> = bytemuck::cast_slice(&bytes[..n * 8]).to_vec();
         drop(bytes);
         for _ in 0..3 {
-            let mut a: Vec<Edge> = crate::memcsr::huge_zeroed(n);
-            a.copy_from_slice(&edges);
+            let mut a = edges.clone();
             let t = std::time::Instant::now();
             sort_records(&mut a);
             let ta = t.elapsed();
-            let mut b: Vec<Edge> = crate::memcsr::huge_zeroed(n);
-            b.copy_from_slice(&edges);
+            let mut b = edges.clone();
             let t = std::time::Instant::now();
-            sort_by_source(&mut b);
+            let segs = partition_by_source(&mut b, leaf_size(n as u64));
             let tb = t.elapsed();
-            assert!(b.windows(2).all(|w| w[0].u <= w[1].u));
-            let mut c: Vec<Edge> = crate::memcsr::huge_zeroed(n);
-            c.copy_from_slice(&edges);
-            let t = std::time::Instant::now();
-            c.par_chunks_mut(n / 2).for_each(|h| {
-                let max = h.iter().map(|r| r.u()).max().unwrap_or(0);
-                radix_by_source(h, 32 - max.leading_zeros())
-            });
-            let tc = t.elapsed();
-            eprintln!("{n} records: full sort {ta:?}, radix by source {tb:?}, halves {tc:?}");
+            eprintln!(
+                "{n} records: full sort {ta:?}, partition by source {tb:?} ({} segments)",
+                segs.len()
+            );
         }
     }
 }
