@@ -23,7 +23,7 @@ mod size;
 mod stats;
 
 pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
-pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, ALIGN};
+pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, SeqReader, ALIGN};
 pub use size::{format_bytes, parse_size};
 pub use stats::{IoSnapshot, IoStats};
 

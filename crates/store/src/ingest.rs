@@ -529,6 +529,7 @@ fn parse_all<R: Record>(
                 path,
                 p,
                 Some(limit),
+                &c.stats,
                 &mut |edges: &[RawEdge]| {
                     for e in edges {
                         push_edge(
@@ -570,6 +571,7 @@ fn parse_all<R: Record>(
             path,
             p,
             None,
+            &c.stats,
             &mut |edges: &[RawEdge]| {
                 let mut bytes = Vec::with_capacity(edges.len() * 20);
                 for e in edges {
@@ -873,16 +875,30 @@ fn build_ranges<R: Record, A: Adj>(
         one_pass.then_some(interval),
         &mut |base, csr| {
             csr.add_block_counts(base, p, interval, &mut counts);
-            if let Some(g) = &mut grid {
-                // The range is whole rows: those rows' blocks are complete.
-                let i1 = ((base + csr.vertices() as u64).div_ceil(interval) as usize).min(pp);
-                g.set_rows(i1, &counts)?;
-                g.append_windows(csr, base, i1, interval, row_mem, &|_| {})?;
-            }
-            // In-degrees counted here only when they fit (else a pass afterwards).
-            if !in_deg.is_empty() {
-                csr.add_in_degrees(&mut in_deg)?;
-            }
+            // The grid rows (in parallel) beside the in-degrees (one thread, bound
+            // by memory latency rather than compute).
+            let counts = &counts;
+            let (rows, degrees) = rayon::join(
+                || -> Result<()> {
+                    if let Some(g) = &mut grid {
+                        // The range is whole rows: those rows' blocks are complete.
+                        let end = base + csr.vertices() as u64;
+                        let i1 = (end.div_ceil(interval) as usize).min(pp);
+                        g.set_rows(i1, counts)?;
+                        g.append_windows(csr, base, i1, interval, row_mem, &|_| {})?;
+                    }
+                    Ok(())
+                },
+                // In-degrees counted here only when they fit (else a pass afterwards).
+                || -> Result<()> {
+                    if !in_deg.is_empty() {
+                        csr.add_in_degrees(&mut in_deg)?;
+                    }
+                    Ok(())
+                },
+            );
+            rows?;
+            degrees?;
             if let Some(s) = &mut in_sorter {
                 for u in 0..csr.vertices() {
                     for x in csr.list(u) {
@@ -989,29 +1005,32 @@ fn csr_from_runs<R: Record, A: Adj>(
     let per = (std::mem::size_of::<R>() + std::mem::size_of::<A>()) as u64;
     let (cap, vmax) = (limits.cap, limits.vmax);
     let mut out = CsrFiles::create(&c.work.build, dir, A::WEIGHTED, &c.stats)?;
-    let mut records: Vec<R> = Vec::new();
-    let (mut lo, mut edges, mut loops, mut seen) = (0u64, 0u64, 0u64, 0u64);
-    while lo < n {
-        // The widest range [lo, hi) whose records surely fit: at least one vertex
-        // (one row with `rows`), ending at a row's end with `rows`.
-        let step = rows.unwrap_or(1);
+    // The widest range [lo, hi) whose records surely fit: at least one vertex (one
+    // row with `rows`), ending at a row's end with `rows`.
+    let step = rows.unwrap_or(1);
+    let plan = |runs: &Runs<R>, lo: u64| -> u64 {
         let end = |k: u64| n.min(lo + k * step);
         let (mut ok, mut bad) = (1u64, (vmax / step).max(1) + 1);
         if runs.bound_below(end(bad - 1)) <= cap {
-            ok = bad - 1;
-        } else {
-            while bad - ok > 1 {
-                let mid = ok + (bad - ok) / 2;
-                if runs.bound_below(end(mid)) <= cap {
-                    ok = mid;
-                } else {
-                    bad = mid;
-                }
+            return end(bad - 1);
+        }
+        while bad - ok > 1 {
+            let mid = ok + (bad - ok) / 2;
+            if runs.bound_below(end(mid)) <= cap {
+                ok = mid;
+            } else {
+                bad = mid;
             }
         }
-        let hi = end(ok);
-        records.clear();
+        end(ok)
+    };
+    let mut records: Vec<R> = Vec::new();
+    let (mut lo, mut edges, mut loops, mut seen) = (0u64, 0u64, 0u64, 0u64);
+    let mut hi = if n > 0 { plan(runs, 0) } else { 0 };
+    if n > 0 {
         runs.take_below(hi, &mut records)?;
+    }
+    while lo < n {
         if records.len() as u64 * per > c.opts.memory {
             return Err(StoreError::Invalid(format!(
                 "vertex {lo} has {} {dir}-edges, more than fit --memory {} at once; raise --memory",
@@ -1024,10 +1043,28 @@ fn csr_from_runs<R: Record, A: Adj>(
             MemCsr::<A>::from_records(&records, lo as u32, (hi - lo) as usize, dedup, threads)?;
         loops += l;
         edges += csr.adj.len() as u64;
-        out.append(&csr)?;
-        each(lo, &csr)?;
+        // The next range's records are read (into the now idle record buffer)
+        // while this range's CSR is written and its grid rows are cut.
+        let next_hi = if hi < n { plan(runs, hi) } else { hi };
+        std::thread::scope(|s| -> Result<()> {
+            let fetch = (hi < n).then(|| {
+                let (runs, records) = (&mut *runs, &mut records);
+                s.spawn(move || {
+                    records.clear();
+                    runs.take_below(next_hi, records)
+                })
+            });
+            let done = out.append(&csr).and_then(|_| each(lo, &csr));
+            let fetched = match fetch.map(|h| h.join()) {
+                Some(Ok(r)) => r,
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => Ok(()),
+            };
+            done.and(fetched)
+        })?;
         c.obs.advance(seen, edges);
         lo = hi;
+        hi = next_hi;
     }
     Ok((out.finish()?, edges, loops))
 }

@@ -394,30 +394,20 @@ impl<A: Adj> MemCsr<A> {
         w.finish()
     }
 
-    /// Adds every edge's target to `in_deg` (indexed by vertex), in parallel over
-    /// disjoint ranges of targets; an overflow is an error.
+    /// Adds every edge's target to `in_deg` (indexed by vertex); an overflow is
+    /// an error.
     pub fn add_in_degrees(&self, in_deg: &mut [u32]) -> Result<()> {
-        let parts = rayon::current_num_threads().max(1);
-        let chunk = in_deg.len().div_ceil(parts).max(1);
-        in_deg
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .try_for_each(|(k, deg)| {
-                let lo = (k * chunk) as u32;
-                for x in &self.adj {
-                    let i = x.v().wrapping_sub(lo) as usize;
-                    if i < deg.len() {
-                        deg[i] = deg[i].checked_add(1).ok_or_else(|| {
-                            StoreError::Invalid(format!(
-                                "vertex {} has more than {} in-edges",
-                                x.v(),
-                                u32::MAX
-                            ))
-                        })?;
-                    }
-                }
-                Ok(())
-            })
+        for x in &self.adj {
+            let d = &mut in_deg[x.v() as usize];
+            *d = d.checked_add(1).ok_or_else(|| {
+                StoreError::Invalid(format!(
+                    "vertex {} has more than {} in-edges",
+                    x.v(),
+                    u32::MAX
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     /// Adds this CSR's per-block (edges, distinct sources) to `counts` (P x P,

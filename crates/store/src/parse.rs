@@ -15,7 +15,7 @@
 //! (a diagonal entry once), as scipy's `mmread` expands them.
 
 use crate::error::{input_err, Result, StoreError};
-use outcore_io::IoError;
+use outcore_io::{InFile, IoError, IoStats, ReadMode, SeqReader};
 use rayon::prelude::*;
 use std::fs::File;
 use std::io::Read;
@@ -125,7 +125,16 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-fn open_input(path: &Path, count: Arc<AtomicU64>) -> Result<(Box<dyn Read + Send>, bool, u64)> {
+/// Opens an input for reading from its start (gunzipped when it is gzip). With
+/// `stats`, the file is read in 4 MiB `O_DIRECT` blocks through the I/O layer
+/// ([`SeqReader`], counted there): a long input then costs neither the kernel's
+/// page-cache copy nor page-cache memory under the ingest's memory limit; without,
+/// through the page cache (the probe's short look at the head).
+fn open_input(
+    path: &Path,
+    count: Arc<AtomicU64>,
+    stats: Option<&Arc<IoStats>>,
+) -> Result<(Box<dyn Read + Send>, bool, u64)> {
     let mut f = File::open(path).map_err(|e| IoError::new(path, "cannot open input", e))?;
     let len = f
         .metadata()
@@ -135,8 +144,16 @@ fn open_input(path: &Path, count: Arc<AtomicU64>) -> Result<(Box<dyn Read + Send
     let n = f
         .read(&mut magic)
         .map_err(|e| IoError::new(path, "read", e))?;
-    let f = File::open(path).map_err(|e| IoError::new(path, "cannot open input", e))?;
-    let counted = Counting { inner: f, count };
+    let inner: Box<dyn Read + Send> = match stats {
+        Some(stats) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
+            Box::new(SeqReader::new(
+                InFile::open(path, ReadMode::Direct, stats.clone())?,
+                4 << 20,
+            ))
+        }
+        _ => Box::new(File::open(path).map_err(|e| IoError::new(path, "cannot open input", e))?),
+    };
+    let counted = Counting { inner, count };
     let gz = n == 2 && magic == [0x1f, 0x8b];
     if gz {
         Ok((
@@ -332,7 +349,7 @@ fn parse_weight(f: &[u8]) -> std::result::Result<f32, String> {
 /// compression, headers and whether it carries weights.
 pub fn probe(path: &Path, explicit: Option<Format>) -> Result<Probe> {
     let count = Arc::new(AtomicU64::new(0));
-    let (mut r, gzip, file_bytes) = open_input(path, count)?;
+    let (mut r, gzip, file_bytes) = open_input(path, count, None)?;
     let mut head = vec![0u8; 1 << 20];
     let n = fill(&mut *r, &mut head, path)?;
     head.truncate(n);
@@ -797,11 +814,12 @@ pub fn parse_input(
     path: &Path,
     probe: &Probe,
     id_limit: Option<u64>,
+    stats: &Arc<IoStats>,
     sink: &mut dyn FnMut(&[RawEdge]) -> Result<()>,
     progress: &dyn Fn(u64),
 ) -> Result<ParseSummary> {
     let count = Arc::new(AtomicU64::new(0));
-    let (r, _, _) = open_input(path, count.clone())?;
+    let (r, _, _) = open_input(path, count.clone(), Some(stats))?;
     let mut r = ReadAhead::new(r);
     let fmt = probe.format;
     let mut id_max = u64::MAX;
