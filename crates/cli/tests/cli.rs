@@ -159,6 +159,23 @@ fn ids_beyond_the_header_or_the_u32_range_are_refused() {
         &[],
         &["g.bin32: truncated", "1 bytes", "8-byte bin32 record"],
     );
+    // bin32 records are checked in place (no decoding) unless an id is too large.
+    let rec: Vec<u8> = [0u32, 1, 2, 3, 7, u32::MAX]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    ingest_fails(
+        "g.bin32",
+        &rec,
+        &[],
+        &["g.bin32: record 2: vertex id 4294967295 is too large"],
+    );
+    ingest_fails(
+        "g.bin32",
+        &rec[..16],
+        &["--vertices", "3"],
+        &["g.bin32: record 1: vertex id 3", "--vertices"],
+    );
 }
 
 #[test]

@@ -525,15 +525,30 @@ fn parse_all<R: Record>(
         }
         for (path, p) in c.inputs.iter().zip(c.probes) {
             let base = c.base;
+            let cell = std::cell::RefCell::new(&mut *sorter);
+            // Records that go in as they are (bin32 (u, v) pairs into an unweighted
+            // sorter, no transformation) skip the per-edge path.
+            let as_is = !R::WEIGHTED
+                && std::mem::size_of::<R>() == 8
+                && base == 0
+                && !c.opts.undirected
+                && !c.opts.drop_self_loops;
+            let mut pairs = |pairs: &[[u32; 2]]| -> Result<()> {
+                cell.borrow_mut()
+                    .push_slice(bytemuck::cast_slice::<[u32; 2], R>(pairs))?;
+                input_edges.set(input_edges.get() + pairs.len() as u64);
+                Ok(())
+            };
             let s = parse_input(
                 path,
                 p,
                 Some(limit),
                 &c.stats,
                 &mut |edges: &[RawEdge]| {
+                    let mut sorter = cell.borrow_mut();
                     for e in edges {
                         push_edge(
-                            sorter,
+                            &mut sorter,
                             (e.u - base) as u32,
                             (e.v - base) as u32,
                             e.w,
@@ -542,6 +557,11 @@ fn parse_all<R: Record>(
                     }
                     input_edges.set(input_edges.get() + edges.len() as u64);
                     Ok(())
+                },
+                if as_is {
+                    Some(&mut pairs as &mut dyn FnMut(&[[u32; 2]]) -> Result<()>)
+                } else {
+                    None
                 },
                 &|b| c.obs.advance(done_before + b, input_edges.get()),
             )?;
@@ -595,6 +615,7 @@ fn parse_all<R: Record>(
                 }
                 Ok(())
             },
+            None,
             &|b| c.obs.advance(done_before + b, input_edges.get()),
         )?;
         done_before += p.file_bytes;

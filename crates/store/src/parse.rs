@@ -746,6 +746,29 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
     out
 }
 
+/// A bin32 chunk checked without decoding it into [`RawEdge`]s: its record count
+/// and largest id, or the first id over the limit (as [`parse_binary_chunk`]
+/// reports it). The records themselves are handed over as they lie.
+fn check_pairs_chunk(buf: &[u8], ctx: &LineCtx, edges: Vec<RawEdge>) -> ChunkOut {
+    let max_id = buf
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .max();
+    if max_id.is_some_and(|m| m as u64 > ctx.id_max) {
+        // Rare: decode the chunk to name the first offending record.
+        return parse_binary_chunk(buf, ctx, edges);
+    }
+    let entries = (buf.len() / 8) as u64;
+    ChunkOut {
+        edges,
+        lines: entries,
+        entries,
+        max_id: max_id.map(|m| m as u64),
+        cols: None,
+        err: None,
+    }
+}
+
 fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> ChunkOut {
     let rs = ctx.format.record_size();
     edges.clear();
@@ -816,6 +839,7 @@ pub fn parse_input(
     id_limit: Option<u64>,
     stats: &Arc<IoStats>,
     sink: &mut dyn FnMut(&[RawEdge]) -> Result<()>,
+    mut pairs: Option<&mut dyn FnMut(&[[u32; 2]]) -> Result<()>>,
     progress: &dyn Fn(u64),
 ) -> Result<ParseSummary> {
     let count = Arc::new(AtomicU64::new(0));
@@ -845,6 +869,9 @@ pub fn parse_input(
         id_max_reason: reason,
         min_id: probe.one_based as u64,
     };
+    // bin32 records are (u32 u, u32 v) little-endian: with a `pairs` sink they are
+    // checked in place and handed over as they lie in the chunk, no per-edge copy.
+    let raw = pairs.is_some() && fmt == Format::Bin32 && cfg!(target_endian = "little");
     let threads = rayon::current_num_threads().max(1);
     let batch = 2 * threads;
     let mut summary = ParseSummary::default();
@@ -913,7 +940,9 @@ pub fn parse_input(
             .par_iter()
             .zip(pools)
             .map(|(c, edges)| {
-                if fmt.is_binary() {
+                if raw {
+                    check_pairs_chunk(c, &ctx, edges)
+                } else if fmt.is_binary() {
                     parse_binary_chunk(c, &ctx, edges)
                 } else {
                     parse_text_chunk(c, &ctx, edges)
@@ -950,8 +979,19 @@ pub fn parse_input(
                     _ => {}
                 }
             }
-            sink(&out.edges)?;
-            summary.edges += out.edges.len() as u64;
+            match pairs.as_mut() {
+                Some(pairs) if raw => {
+                    match bytemuck::try_cast_slice::<u8, [u32; 2]>(c) {
+                        Ok(p) => pairs(p)?,
+                        Err(_) => pairs(&bytemuck::pod_collect_to_vec::<u8, [u32; 2]>(c))?,
+                    }
+                    summary.edges += out.entries;
+                }
+                _ => {
+                    sink(&out.edges)?;
+                    summary.edges += out.edges.len() as u64;
+                }
+            }
             summary.entries += out.entries;
             summary.max_id = summary.max_id.max(out.max_id);
             line_base += if fmt.is_binary() {

@@ -331,6 +331,23 @@ impl<R: Record> ExternalSorter<R> {
         Ok(())
     }
 
+    /// Pushes every record of `rs` (as [`Self::push`] does one by one).
+    pub fn push_slice(&mut self, mut rs: &[R]) -> Result<()> {
+        while !rs.is_empty() {
+            if self.buf.len() == self.capacity {
+                self.spill(true)?;
+            }
+            if self.buf.capacity() == 0 {
+                self.buf.reserve_exact(self.capacity.min(1 << 20));
+            }
+            let k = (self.capacity - self.buf.len()).min(rs.len());
+            self.buf.extend_from_slice(&rs[..k]);
+            self.total += k as u64;
+            rs = &rs[k..];
+        }
+        Ok(())
+    }
+
     /// Waits for the background run, records it and returns its buffer.
     fn join(&mut self) -> Result<Option<Vec<R>>> {
         let Some(h) = self.background.take() else {
