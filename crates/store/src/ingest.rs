@@ -40,7 +40,7 @@ use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
 use crate::memcsr::{Adj, CsrFiles, GridWriter, MemCsr, TargetWeight};
-use crate::parse::{parse_input, probe, Format, Probe, RawEdge};
+use crate::parse::{parse_input, probe, Format, PairSink, Probe, RawEdge};
 use crate::reader::BlockEntry;
 use crate::sort::{Edge, ExternalSorter, Record, Runs, WEdge};
 use outcore_io::{InFile, IoError, IoSnapshot, IoStats, OutFile, ReadMode};
@@ -559,7 +559,7 @@ fn parse_all<R: Record>(
                     Ok(())
                 },
                 if as_is {
-                    Some(&mut pairs as &mut dyn FnMut(&[[u32; 2]]) -> Result<()>)
+                    Some(&mut pairs as &mut PairSink)
                 } else {
                     None
                 },

@@ -746,6 +746,9 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
     out
 }
 
+/// Receives bin32 records as they lie in the input: (u, v) pairs.
+pub type PairSink<'a> = dyn FnMut(&[[u32; 2]]) -> Result<()> + 'a;
+
 /// A bin32 chunk checked without decoding it into [`RawEdge`]s: its record count
 /// and largest id, or the first id over the limit (as [`parse_binary_chunk`]
 /// reports it). The records themselves are handed over as they lie.
@@ -832,14 +835,16 @@ fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chu
 /// `progress` with the input bytes consumed so far.
 ///
 /// `id_limit`: the largest id (as written) accepted when not remapping; violations
-/// are reported with the location.
+/// are reported with the location. With `pairs`, a bin32 input's records go to
+/// it instead, checked but not decoded (the chunk's bytes as (u, v) pairs); other
+/// formats still go to `sink`. Reads are counted in `stats`.
 pub fn parse_input(
     path: &Path,
     probe: &Probe,
     id_limit: Option<u64>,
     stats: &Arc<IoStats>,
     sink: &mut dyn FnMut(&[RawEdge]) -> Result<()>,
-    mut pairs: Option<&mut dyn FnMut(&[[u32; 2]]) -> Result<()>>,
+    mut pairs: Option<&mut PairSink>,
     progress: &dyn Fn(u64),
 ) -> Result<ParseSummary> {
     let count = Arc::new(AtomicU64::new(0));
