@@ -1046,6 +1046,7 @@ fn csr_from_runs<R: Record, A: Adj>(
         end(ok)
     };
     let mut records: Vec<R> = Vec::new();
+    let mut spare: Vec<A> = Vec::new();
     let (mut lo, mut edges, mut loops, mut seen) = (0u64, 0u64, 0u64, 0u64);
     let mut hi = if n > 0 { plan(runs, 0) } else { 0 };
     if n > 0 {
@@ -1060,8 +1061,14 @@ fn csr_from_runs<R: Record, A: Adj>(
             )));
         }
         seen += records.len() as u64;
-        let (csr, l) =
-            MemCsr::<A>::from_records(&records, lo as u32, (hi - lo) as usize, dedup, threads)?;
+        let (csr, l) = MemCsr::<A>::from_records_reusing(
+            &records,
+            lo as u32,
+            (hi - lo) as usize,
+            dedup,
+            threads,
+            std::mem::take(&mut spare),
+        )?;
         loops += l;
         edges += csr.adj.len() as u64;
         // The next range's records are read (into the now idle record buffer)
@@ -1084,6 +1091,7 @@ fn csr_from_runs<R: Record, A: Adj>(
             done.and(fetched)
         })?;
         c.obs.advance(seen, edges);
+        spare = csr.into_adj();
         lo = hi;
         hi = next_hi;
     }

@@ -202,12 +202,35 @@ impl<A: Adj> MemCsr<A> {
         dedup: bool,
         threads: usize,
     ) -> Result<(MemCsr<A>, u64)> {
+        Self::from_records_reusing(records, base, n, dedup, threads, Vec::new())
+    }
+
+    /// [`Self::from_records`] with the edge array taken from `spare` (an earlier
+    /// CSR's, see [`Self::into_adj`]) when it is large enough: consecutive ranges
+    /// of the external ingest then fault in and zero their largest array once.
+    pub fn from_records_reusing<R: Record>(
+        records: &[R],
+        base: u32,
+        n: usize,
+        dedup: bool,
+        threads: usize,
+        mut spare: Vec<A>,
+    ) -> Result<(MemCsr<A>, u64)> {
         let m = records.len();
         let parts = threads.max(m.div_ceil(u32::MAX as usize)).max(1);
         let chunks: Vec<&[R]> = records.chunks(m.div_ceil(parts).max(1)).collect();
         let mut hist = chunk_counts(&chunks, n, |r| (r.u() - base) as usize);
         let offsets = chunk_bases(&mut hist, base, n, "out-edges")?;
-        let mut adj: Vec<A> = huge_zeroed(m);
+        // Every slot below m is written by the scatter, so a reused array keeps
+        // its old contents until then (only a growth is zeroed).
+        let mut adj: Vec<A> = if spare.capacity() >= m {
+            spare.truncate(m);
+            spare.resize(m, A::zeroed());
+            spare
+        } else {
+            drop(spare);
+            huge_zeroed(m)
+        };
         let out = Scatter(adj.as_mut_ptr());
         if m < u32::MAX as usize {
             // Absolute 32-bit cursors: one random access fewer per edge.
@@ -330,6 +353,11 @@ impl<A: Adj> MemCsr<A> {
 
     pub fn vertices(&self) -> usize {
         self.offsets.len() - 1
+    }
+
+    /// The edge array, for [`Self::from_records_reusing`].
+    pub fn into_adj(self) -> Vec<A> {
+        self.adj
     }
 
     pub fn list(&self, u: usize) -> &[A] {
