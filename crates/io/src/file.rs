@@ -123,10 +123,6 @@ impl SeqReader {
             end: 0,
         }
     }
-
-    pub fn file(&self) -> &InFile {
-        &self.file
-    }
 }
 
 impl std::io::Read for SeqReader {

@@ -9,9 +9,9 @@
 //!    ascending dense id are in ascending user id);
 //! 3. **sort**: when every edge fits the budget together with a CSR of them (the
 //!    common case), a counting sort on the source places them straight into an
-//!    in-memory CSR ([`crate::memcsr`]); otherwise full buffers are radix-sorted
-//!    by source and spilled as runs (each with a sparse index of its sources; the
-//!    spill double-buffered behind the parse), and the runs are
+//!    in-memory CSR ([`crate::memcsr`]); otherwise full buffers are partitioned
+//!    by source and spilled as runs (each with the table of its source buckets;
+//!    the spill double-buffered behind the parse), and the runs are
 //!    taken back range of sources by range of sources, each range's records from
 //!    every run counting-sorted into an in-memory CSR of the range. Lists are
 //!    sorted by (target, weight bits); `--dedup` keeps the first (smallest
@@ -39,7 +39,7 @@ use crate::codec::BlockPacker;
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
-use crate::memcsr::{Adj, CsrFiles, GridWriter, MemCsr, TargetWeight};
+use crate::memcsr::{place_blocks, Adj, CsrFiles, GridWriter, MemCsr, TargetWeight};
 use crate::parse::{parse_input, probe, Format, PairSink, Probe, RawEdge};
 use crate::reader::BlockEntry;
 use crate::sort::{Edge, ExternalSorter, Record, Runs, WEdge};
@@ -961,10 +961,7 @@ fn build_ranges<R: Record, A: Adj>(
     }
     c.obs.phase("grid", edges);
     // The grid from the CSR files, row by row in budget-sized chunks.
-    let block_edges: Vec<u64> = counts.iter().map(|c| c.0).collect();
-    let block_sources: Vec<u64> = counts.iter().map(|c| c.1).collect();
-    drop(counts);
-    let grid = build_grid::<R>(c, &files, n, p, interval, &block_edges, &block_sources)?;
+    let grid = build_grid::<R>(c, &files, n, p, interval, &counts)?;
     files.extend(grid);
     Ok((files, edges, self_loops, sort_runs, true))
 }
@@ -1170,8 +1167,7 @@ fn build_grid<R: Record>(
     n: u64,
     p: u32,
     interval: u64,
-    block_edges: &[u64],
-    block_sources: &[u64],
+    counts: &[(u64, u64)],
 ) -> Result<Vec<FileRecord>> {
     let store = &c.work.build;
     let pp = p as usize;
@@ -1202,21 +1198,8 @@ fn build_grid<R: Record>(
         None
     };
     let mut index = vec![BlockEntry::default(); pp * pp];
-    let mut total = 0u64;
     let bits = crate::codec::id_bits(interval);
-    for b in 0..pp * pp {
-        if block_edges[b] > u32::MAX as u64 {
-            return Err(StoreError::Invalid(format!(
-                "grid block ({}, {}) would hold {} edges, more than {}; ingest with more --partitions",
-                b / pp,
-                b % pp,
-                block_edges[b],
-                u32::MAX
-            )));
-        }
-        index[b] = BlockEntry::new(total, block_edges[b], block_sources[b], bits);
-        total += index[b].shape().block_bytes(weighted);
-    }
+    let total = place_blocks(&mut index, counts, 0..pp * pp, pp, bits, weighted, 0)?;
     let mut data = LayoutWriter::create(
         &store.join("grid.data"),
         FileKind::GridData,

@@ -576,6 +576,35 @@ impl<A: Adj> MemCsr<A> {
     }
 }
 
+/// Sets the index entries of `blocks` (row-major numbers in a P x P grid, `pp` =
+/// P) from their (edges, distinct sources) `counts`, each block placed at the end
+/// of the one before, starting at byte `total` of `grid.data`; returns the end.
+/// A block of more than `u32::MAX` edges is an error.
+pub(crate) fn place_blocks(
+    index: &mut [BlockEntry],
+    counts: &[(u64, u64)],
+    blocks: std::ops::Range<usize>,
+    pp: usize,
+    bits: u32,
+    weighted: bool,
+    mut total: u64,
+) -> Result<u64> {
+    for b in blocks {
+        let (edges, sources) = counts[b];
+        if edges > u32::MAX as u64 {
+            return Err(StoreError::Invalid(format!(
+                "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
+                b / pp,
+                b % pp,
+                u32::MAX
+            )));
+        }
+        index[b] = BlockEntry::new(total, edges, sources, bits);
+        total += index[b].shape().block_bytes(weighted);
+    }
+    Ok(total)
+}
+
 /// `grid.data` written row by row from CSRs in memory. A block's place follows
 /// from the sizes of the blocks before it, so each row's index entries are fixed
 /// (from its blocks' counts) before the row is appended: all at once
@@ -639,24 +668,16 @@ impl GridWriter {
     /// from `counts` ((edges, distinct sources) of every block, P x P row-major;
     /// only those rows are read).
     pub fn set_rows(&mut self, i1: usize, counts: &[(u64, u64)]) -> Result<()> {
-        let pp = self.pp;
-        for (b, &(edges, sources)) in counts
-            .iter()
-            .enumerate()
-            .take(i1 * pp)
-            .skip(self.rows_set * pp)
-        {
-            if edges > u32::MAX as u64 {
-                return Err(StoreError::Invalid(format!(
-                    "grid block ({}, {}) would hold {edges} edges, more than {}; ingest with more --partitions",
-                    b / pp,
-                    b % pp,
-                    u32::MAX
-                )));
-            }
-            self.index[b] = BlockEntry::new(self.total, edges, sources, self.bits);
-            self.total += self.index[b].shape().block_bytes(self.weighted);
-        }
+        let blocks = self.rows_set * self.pp..i1 * self.pp;
+        self.total = place_blocks(
+            &mut self.index,
+            counts,
+            blocks,
+            self.pp,
+            self.bits,
+            self.weighted,
+            self.total,
+        )?;
         self.rows_set = self.rows_set.max(i1);
         Ok(())
     }

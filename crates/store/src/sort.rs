@@ -4,10 +4,11 @@
 //! sorted in parallel (rayon) and spilled as a sorted run to a temporary file. The
 //! first spill takes the whole buffer; after it the buffer is halved and each full
 //! half is sorted and written on a background thread while the other half fills
-//! (double buffering within the same budget). Ingest's sorters order runs by
-//! source only ([`SpillOrder::Source`], an in-place MSD radix sort, about twice as
-//! fast as the comparison sort) and take them back by ranges of sources
-//! ([`Runs`]); a [`SpillOrder::Full`] sorter merges its runs at the end with a
+//! (double buffering within the same budget). Ingest's sorters only partition
+//! runs by source ([`SpillOrder::Source`]: [`partition_by_source`], an in-place
+//! radix partition into buckets of at most [`LEAF_RECORDS`], about twice as fast
+//! as the comparison sort) and take them back by ranges of sources ([`Runs`]); a
+//! [`SpillOrder::Full`] sorter merges its runs at the end with a
 //! binary heap, each run read through a buffer of its share of the budget. When
 //! everything fits, no run is written at all and the sorted buffer is streamed
 //! from memory. A full sort's order is by [`Record::key`] then [`Record::tie`], so
@@ -97,9 +98,8 @@ pub struct ExternalSorter<R: Record> {
     buf: Vec<R>,
     capacity: usize,
     dir: PathBuf,
-    runs: Vec<(PathBuf, u64)>,
-    /// Per run, its source index (source-ordered runs only).
-    run_index: Vec<Segments>,
+    /// The runs written so far.
+    runs: Vec<Spilled>,
     stats: Arc<IoStats>,
     total: u64,
     merge_memory: usize,
@@ -125,7 +125,7 @@ pub enum SpillOrder {
     Source,
 }
 
-/// A run written to disk.
+/// A run written to disk, with its source index (source-ordered runs only).
 struct Spilled {
     path: PathBuf,
     len: u64,
@@ -285,7 +285,6 @@ impl<R: Record> ExternalSorter<R> {
             capacity,
             dir,
             runs: Vec::new(),
-            run_index: Vec::new(),
             stats,
             total: 0,
             merge_memory: memory as usize,
@@ -357,8 +356,7 @@ impl<R: Record> ExternalSorter<R> {
             Ok(r) => r?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        self.run_index.push(run.index);
-        self.runs.push((run.path, run.len));
+        self.runs.push(run);
         Ok(Some(buf))
     }
 
@@ -384,8 +382,7 @@ impl<R: Record> ExternalSorter<R> {
             return Ok(());
         }
         let (data, run) = write_run(data, order, path, stats)?;
-        self.run_index.push(run.index);
-        self.runs.push((run.path, run.len));
+        self.runs.push(run);
         if !self.halved {
             self.halved = true;
             self.capacity = (self.capacity / 2).max(1);
@@ -417,22 +414,21 @@ impl<R: Record> ExternalSorter<R> {
         self.spill(false)?;
         self.join()?;
         self.buf = Vec::new();
-        let mut runs = Vec::with_capacity(self.runs.len());
-        for ((path, len), index) in self.runs.iter().zip(std::mem::take(&mut self.run_index)) {
+        let spilled = std::mem::take(&mut self.runs);
+        let paths = spilled.iter().map(|r| r.path.clone()).collect();
+        let mut runs = Vec::with_capacity(spilled.len());
+        for r in spilled {
             runs.push(RunCursor {
-                file: InFile::open(path, ReadMode::Direct, self.stats.clone())?,
-                len: *len,
+                file: InFile::open(&r.path, ReadMode::Direct, self.stats.clone())?,
+                len: r.len,
                 next: 0,
-                index,
+                index: r.index,
                 pending: Vec::new(),
             });
         }
         Ok(Runs {
             runs,
-            paths: std::mem::take(&mut self.runs)
-                .into_iter()
-                .map(|r| r.0)
-                .collect(),
+            paths,
             stage: AlignedBuf::default(),
         })
     }
@@ -459,10 +455,10 @@ impl<R: Record> ExternalSorter<R> {
         let per_run = (self.merge_memory / 2 / self.runs.len()).clamp(64 << 10, 16 << 20);
         let per_run_records = (per_run / std::mem::size_of::<R>()).max(1);
         let mut readers: Vec<RunReader<R>> = Vec::with_capacity(self.runs.len());
-        for (path, len) in &self.runs {
+        for r in &self.runs {
             readers.push(RunReader {
-                file: InFile::open(path, ReadMode::Buffered, self.stats.clone())?,
-                len: *len,
+                file: InFile::open(&r.path, ReadMode::Buffered, self.stats.clone())?,
+                len: r.len,
                 next: 0,
                 buf: Vec::with_capacity(per_run_records),
                 pos: 0,
@@ -481,7 +477,7 @@ impl<R: Record> ExternalSorter<R> {
                 heap,
                 paths: std::mem::take(&mut self.runs)
                     .into_iter()
-                    .map(|r| r.0)
+                    .map(|r| r.path)
                     .collect(),
             },
         })
@@ -528,26 +524,13 @@ impl<R: Record> RunCursor<R> {
         self.index.get(k).map_or(self.len, |s| s.1)
     }
 
-    /// Start of the segment holding the last records below `hi` (a record
-    /// position): records before it all have sources below `hi`.
-    fn straddle(&self, hi: u64) -> u64 {
-        let k = self.index.partition_point(|&(u, _)| (u as u64) < hi);
-        if k == 0 {
-            0
-        } else {
-            self.index[k - 1].1
-        }
-    }
-
-    /// Records of the file surely below `lo`: those before the last segment
-    /// starting at or below `lo`.
-    fn known_below(&self, lo: u64) -> u64 {
-        let k = self.index.partition_point(|&(u, _)| (u as u64) <= lo);
-        if k == 0 {
-            0
-        } else {
-            self.index[k - 1].1
-        }
+    /// Start (a record position) of the last segment whose first source passes
+    /// `first`, or 0: with `first = (< hi)` the segment holding the last records
+    /// below `hi`, records before it all below `hi`; with `first = (<= lo)` the
+    /// records before it are all surely below `lo`.
+    fn last_start(&self, first: impl Fn(u64) -> bool) -> u64 {
+        let k = self.index.partition_point(|&(u, _)| first(u as u64));
+        k.checked_sub(1).map_or(0, |k| self.index[k].1)
     }
 
     fn pending_below(&self, x: u64) -> u64 {
@@ -585,7 +568,7 @@ impl<R: Record> Runs<R> {
     pub fn lower_below(&self, lo: u64) -> u64 {
         self.runs
             .iter()
-            .map(|r| r.pending_below(lo) + r.known_below(lo).saturating_sub(r.next))
+            .map(|r| r.pending_below(lo) + r.last_start(|u| u <= lo).saturating_sub(r.next))
             .sum()
     }
 
@@ -622,7 +605,7 @@ impl<R: Record> Runs<R> {
                 done += len;
             }
             // Only the last segment read may run past `hi`: keep that part for later.
-            let from = at + (r.straddle(hi).max(r.next) - r.next) as usize;
+            let from = at + (r.last_start(|u| u < hi).max(r.next) - r.next) as usize;
             r.next = end;
             let cut = from + partition_in_place(&mut out[from..], below);
             r.pending.extend_from_slice(&out[cut..]);
@@ -945,11 +928,6 @@ mod tests {
             let t = std::time::Instant::now();
             let segs = partition_by_source(&mut b, leaf_size(n as u64));
             let tb = t.elapsed();
-            let mut h: Vec<Edge> = crate::memcsr::huge_zeroed(n);
-            h.copy_from_slice(&edges);
-            let t = std::time::Instant::now();
-            partition_by_source(&mut h, leaf_size(n as u64));
-            eprintln!("huge pages: {:?}", t.elapsed());
             eprintln!(
                 "{n} records: full sort {ta:?}, partition by source {tb:?} ({} segments)",
                 segs.len()
