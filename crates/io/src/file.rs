@@ -101,53 +101,143 @@ impl Drop for AlignedBuf {
 /// and serves them to any [`std::io::Read`] caller: with an [`InFile`] opened
 /// [`ReadMode::Direct`] the disk DMAs straight into the block, so a long
 /// sequential input costs neither the kernel's page-cache copy nor page-cache
-/// memory (which counts against a memory cgroup's limit). Bytes and requests are
-/// counted by the file's [`IoStats`].
+/// memory (which counts against a memory cgroup's limit). A thread reads ahead
+/// ([`READ_AHEAD`] blocks in flight or ready), so the device stays busy while
+/// the caller works on the block before, even when the caller's core is
+/// contended. Bytes and requests are counted by the file's [`IoStats`].
 pub struct SeqReader {
-    file: InFile,
-    pos: u64,
-    buf: AlignedBuf,
+    /// Blocks read, in file order, with their valid length (0 at the end).
+    full: Option<std::sync::mpsc::Receiver<std::io::Result<(AlignedBuf, usize)>>>,
+    /// Blocks handed back for the thread to fill.
+    free: Option<std::sync::mpsc::Sender<AlignedBuf>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The block being served, and its valid length.
+    cur: Option<(AlignedBuf, usize)>,
     at: usize,
-    end: usize,
+    done: bool,
+    /// The read error that ended the input, reported again on every later call.
+    failed: Option<(std::io::ErrorKind, String)>,
 }
+
+/// Blocks a [`SeqReader`] keeps: one being served, the rest being read or ready.
+pub const READ_AHEAD: usize = 3;
 
 impl SeqReader {
     /// A reader of `file` from its start, `block` bytes (rounded up to [`ALIGN`])
     /// per request.
     pub fn new(file: InFile, block: usize) -> SeqReader {
-        SeqReader {
-            file,
-            pos: 0,
-            buf: AlignedBuf::new(block.max(ALIGN)),
-            at: 0,
-            end: 0,
+        let (full_tx, full) = std::sync::mpsc::channel();
+        let (free, free_rx) = std::sync::mpsc::channel::<AlignedBuf>();
+        for _ in 0..READ_AHEAD {
+            // Cannot fail: the receiver is alive.
+            let _ = free.send(AlignedBuf::new(block.max(ALIGN)));
+        }
+        let thread = std::thread::Builder::new()
+            .name("outcore-read".into())
+            .spawn(move || {
+                let mut pos = 0u64;
+                // Ends at the file's end, on an error, or when the reader is dropped
+                // (either channel closed).
+                while let Ok(mut buf) = free_rx.recv() {
+                    let left = file.len().saturating_sub(pos).div_ceil(ALIGN as u64) * ALIGN as u64;
+                    let want = (buf.capacity() as u64).min(left) as usize;
+                    let got = if want == 0 {
+                        Ok(0)
+                    } else {
+                        file.read_direct(pos, &mut buf.as_mut_slice()[..want])
+                            .map_err(std::io::Error::other)
+                    };
+                    let end = !matches!(got, Ok(n) if n > 0);
+                    if let Ok(n) = got {
+                        pos += n as u64;
+                    }
+                    if full_tx.send(got.map(|n| (buf, n))).is_err() || end {
+                        break;
+                    }
+                }
+            });
+        match thread {
+            Ok(t) => SeqReader {
+                full: Some(full),
+                free: Some(free),
+                thread: Some(t),
+                cur: None,
+                at: 0,
+                done: false,
+                failed: None,
+            },
+            // No thread to be had: an already failed reader, reporting why.
+            Err(e) => {
+                let (tx, full) = std::sync::mpsc::channel();
+                let _ = tx.send(Err(e));
+                SeqReader {
+                    full: Some(full),
+                    free: None,
+                    thread: None,
+                    cur: None,
+                    at: 0,
+                    done: false,
+                    failed: None,
+                }
+            }
         }
     }
 }
 
 impl std::io::Read for SeqReader {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        if self.at == self.end {
-            if self.pos >= self.file.len() || out.is_empty() {
-                return Ok(0);
-            }
-            let left = (self.file.len() - self.pos).div_ceil(ALIGN as u64) * ALIGN as u64;
-            let want = (self.buf.capacity() as u64).min(left) as usize;
-            let got = self
-                .file
-                .read_direct(self.pos, &mut self.buf.as_mut_slice()[..want])
-                .map_err(std::io::Error::other)?;
-            if got == 0 {
-                return Ok(0);
-            }
-            self.pos += got as u64;
-            self.at = 0;
-            self.end = got;
+        if out.is_empty() {
+            return Ok(0);
         }
-        let n = out.len().min(self.end - self.at);
-        out[..n].copy_from_slice(&self.buf.as_slice()[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
+        loop {
+            if let Some((buf, len)) = &self.cur {
+                if self.at < *len {
+                    let n = out.len().min(len - self.at);
+                    out[..n].copy_from_slice(&buf.as_slice()[self.at..self.at + n]);
+                    self.at += n;
+                    return Ok(n);
+                }
+            }
+            if let Some((kind, msg)) = &self.failed {
+                return Err(std::io::Error::new(*kind, msg.clone()));
+            }
+            if self.done {
+                return Ok(0);
+            }
+            // The block served is spent: back to the thread, and the next one.
+            if let (Some((buf, _)), Some(free)) = (self.cur.take(), &self.free) {
+                let _ = free.send(buf);
+            }
+            let next = self.full.as_ref().and_then(|rx| rx.recv().ok());
+            match next {
+                Some(Ok((buf, n))) => {
+                    if n == 0 {
+                        self.done = true;
+                    }
+                    self.cur = Some((buf, n));
+                    self.at = 0;
+                }
+                Some(Err(e)) => {
+                    self.failed = Some((e.kind(), e.to_string()));
+                    return Err(e);
+                }
+                None => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SeqReader {
+    fn drop(&mut self) {
+        // Closing both channels stops the thread at its next block.
+        self.free = None;
+        self.full = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

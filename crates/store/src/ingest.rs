@@ -846,7 +846,8 @@ fn build_ranges<R: Record, A: Adj>(
     let mut counts = vec![(0u64, 0u64); pp * pp];
     let in_fits = n * 4 <= budget / 4;
     let mut in_deg: Vec<u32> = if in_fits && !opts.in_edges {
-        vec![0; n as usize]
+        // Huge pages: one increment per edge at a random place of n entries.
+        crate::memcsr::huge_zeroed(n as usize)
     } else {
         Vec::new()
     };

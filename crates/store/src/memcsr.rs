@@ -38,6 +38,10 @@ pub(crate) trait Adj: bytemuck::Pod + Ord + Send + Sync {
     fn make(v: u32, w: f32) -> Self;
     fn v(self) -> u32;
     fn w(self) -> f32;
+    /// Sorts one adjacency list; `scratch` may be used (and kept) as working room.
+    fn sort_list(list: &mut [Self], _scratch: &mut Vec<Self>) {
+        list.sort_unstable();
+    }
 }
 
 impl Adj for u32 {
@@ -50,6 +54,58 @@ impl Adj for u32 {
     }
     fn w(self) -> f32 {
         1.0
+    }
+    fn sort_list(list: &mut [u32], scratch: &mut Vec<u32>) {
+        if (RADIX_MIN..=RADIX_MAX).contains(&list.len()) {
+            radix_sort(list, scratch);
+        } else {
+            list.sort_unstable();
+        }
+    }
+}
+
+/// Lists of targets at least this long are radix sorted ...
+const RADIX_MIN: usize = 256;
+/// ... up to this long (the scratch room is as long as the list; longer lists,
+/// rare, sort in place).
+const RADIX_MAX: usize = 1 << 20;
+
+/// LSD radix sort of 32-bit keys on 8-bit digits, skipping every digit all keys
+/// share (the high bytes of a graph's ids mostly), through `scratch`.
+fn radix_sort(v: &mut [u32], scratch: &mut Vec<u32>) {
+    let n = v.len();
+    let mut hist = [[0usize; 256]; 4];
+    for &x in v.iter() {
+        for (d, h) in hist.iter_mut().enumerate() {
+            h[(x >> (8 * d)) as u8 as usize] += 1;
+        }
+    }
+    scratch.clear();
+    scratch.resize(n, 0);
+    let mut src: &mut [u32] = v;
+    let mut dst: &mut [u32] = scratch;
+    let mut swapped = false;
+    for (d, h) in hist.iter().enumerate() {
+        if h.contains(&n) {
+            continue;
+        }
+        let mut pos = [0usize; 256];
+        let mut at = 0;
+        for (p, &c) in pos.iter_mut().zip(h) {
+            *p = at;
+            at += c;
+        }
+        for &x in src.iter() {
+            let b = (x >> (8 * d)) as u8 as usize;
+            dst[pos[b]] = x;
+            pos[b] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+        swapped = !swapped;
+    }
+    if swapped {
+        // The sorted keys are in the scratch room (`src`); `dst` is `v`.
+        dst.copy_from_slice(src);
     }
 }
 
@@ -295,12 +351,13 @@ impl<A: Adj> MemCsr<A> {
                 let mut w = 0usize;
                 let mut loops = 0u64;
                 let mut degs = Vec::new();
+                let mut scratch = Vec::new();
                 for u in a..b {
                     let (s, e) = (
                         (offsets[u] - base) as usize,
                         (offsets[u + 1] - base) as usize,
                     );
-                    slice[s..e].sort_unstable();
+                    A::sort_list(&mut slice[s..e], &mut scratch);
                     let start = if dedup {
                         let start = w;
                         let mut prev: Option<u32> = None;
@@ -472,12 +529,30 @@ impl<A: Adj> MemCsr<A> {
 
     /// Calls `f(j, start, end)` for each run of `list[start..end]` whose targets
     /// fall in column interval j.
+    /// `list` is sorted by target. A run's end is found by galloping (1, 2, 4, ...
+    /// past its start, then a binary search in the last step): one comparison for
+    /// the most common run, a single edge, and a logarithmic search for long ones.
     fn runs(list: &[A], interval: u64, mut f: impl FnMut(usize, usize, usize)) {
+        let below = |x: &A, bound: u64| (x.v() as u64) < bound;
         let mut k = 0;
         while k < list.len() {
             let j = (list[k].v() as u64 / interval) as usize;
             let bound = (j as u64 + 1) * interval;
-            let end = k + list[k..].partition_point(|x| (x.v() as u64) < bound);
+            // Invariant: list[k..lo] is below `bound`; the run ends in [lo, hi],
+            // `hi` being the end of the list or an element at or past `bound`.
+            let (mut lo, mut step) = (k + 1, 1);
+            let hi = loop {
+                let at = lo + step - 1;
+                if at >= list.len() {
+                    break list.len();
+                }
+                if !below(&list[at], bound) {
+                    break at;
+                }
+                lo = at + 1;
+                step *= 2;
+            };
+            let end = lo + list[lo..hi].partition_point(|x| below(x, bound));
             f(j, k, end);
             k = end;
         }
@@ -905,6 +980,58 @@ mod tests {
                 })
             })
             .collect()
+    }
+
+    #[test]
+    fn radix_sorted_lists_match_a_comparison_sort() {
+        let mut x = 5u64;
+        let mut scratch = Vec::new();
+        for len in [0usize, 1, 255, 256, 257, 1000, 5000, 70_000] {
+            for range in [1u64, 7, 300, 70_000, 1 << 24, 1 << 32] {
+                let mut list: Vec<u32> = (0..len)
+                    .map(|_| {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        ((x >> 16) % range) as u32
+                    })
+                    .collect();
+                let mut expect = list.clone();
+                expect.sort_unstable();
+                <u32 as Adj>::sort_list(&mut list, &mut scratch);
+                assert_eq!(list, expect, "len {len} range {range}");
+            }
+        }
+    }
+
+    #[test]
+    fn column_runs_cover_each_sorted_list_exactly() {
+        let mut x = 99u64;
+        for len in [0usize, 1, 2, 3, 7, 64, 1000] {
+            for interval in [1u64, 3, 16, 1000, 1 << 20] {
+                let mut list: Vec<u32> = (0..len)
+                    .map(|_| {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        (x >> 40) as u32 % 5000
+                    })
+                    .collect();
+                list.sort_unstable();
+                let mut got = Vec::new();
+                MemCsr::<u32>::runs(&list, interval, |j, s, e| got.push((j, s, e)));
+                // The naive split: a new run wherever the column changes.
+                let mut expect: Vec<(usize, usize, usize)> = Vec::new();
+                for (k, &v) in list.iter().enumerate() {
+                    let j = (v as u64 / interval) as usize;
+                    match expect.last_mut() {
+                        Some(r) if r.0 == j => r.2 = k + 1,
+                        _ => expect.push((j, k, k + 1)),
+                    }
+                }
+                assert_eq!(got, expect, "len {len} interval {interval}");
+            }
+        }
     }
 
     #[test]

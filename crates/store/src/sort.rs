@@ -100,6 +100,11 @@ pub struct ExternalSorter<R: Record> {
     dir: PathBuf,
     /// The runs written so far.
     runs: Vec<Spilled>,
+    /// Spills so far (names the runs).
+    spills: usize,
+    /// Source-ordered spills of at least this many records are written as one
+    /// run per thread ([`SPLIT_RECORDS`]; lowered by tests).
+    split_records: usize,
     stats: Arc<IoStats>,
     total: u64,
     merge_memory: usize,
@@ -112,7 +117,7 @@ pub struct ExternalSorter<R: Record> {
 }
 
 /// A run being sorted and written: hands back its buffer and the run.
-type SpillThread<R> = std::thread::JoinHandle<Result<(Vec<R>, Spilled)>>;
+type SpillThread<R> = std::thread::JoinHandle<Result<(Vec<R>, Vec<Spilled>)>>;
 
 /// How a spilled run is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,32 +137,64 @@ struct Spilled {
     index: Segments,
 }
 
-/// Sorts `data` in `order` and writes it to `path` as one run.
+/// Sorts `data` in `order` and writes it as runs named `stem-K.bin`: one fully
+/// sorted run ([`SpillOrder::Full`]), or ([`SpillOrder::Source`]) one run per
+/// piece of a buffer of at least `split` records, the pieces partitioned and
+/// written in parallel: the top level of the radix partition is one sequential
+/// permutation, so pieces are what keeps every core busy on it (the runs are
+/// taken back together anyway).
 fn write_run<R: Record>(
     mut data: Vec<R>,
     order: SpillOrder,
-    path: PathBuf,
+    split: usize,
+    stem: PathBuf,
     stats: Arc<IoStats>,
-) -> Result<(Vec<R>, Spilled)> {
-    let index = match order {
+) -> Result<(Vec<R>, Vec<Spilled>)> {
+    let name = |k: usize| {
+        let mut s = stem.clone().into_os_string();
+        s.push(format!("-{k}.bin"));
+        PathBuf::from(s)
+    };
+    let write = |piece: &[R], path: PathBuf, index: Segments| -> Result<Spilled> {
+        let mut out = OutFile::create_direct(&path, stats.clone())?;
+        for part in piece.chunks(1 << 20) {
+            out.write_all(bytemuck::cast_slice(part))?;
+        }
+        out.finish()?;
+        Ok(Spilled {
+            path,
+            len: piece.len() as u64,
+            index,
+        })
+    };
+    let runs = match order {
         SpillOrder::Full => {
             sort_records(&mut data);
-            Vec::new()
+            vec![write(&data, name(0), Vec::new())?]
         }
         SpillOrder::Source => {
-            let leaf = leaf_size(data.len() as u64);
-            partition_by_source(&mut data, leaf)
+            let pieces = if data.len() >= split {
+                rayon::current_num_threads().clamp(1, 8)
+            } else {
+                1
+            };
+            let size = data.len().div_ceil(pieces).max(1);
+            data.par_chunks_mut(size)
+                .enumerate()
+                .map(|(k, piece)| {
+                    let index = partition_by_source(piece, leaf_size(piece.len() as u64));
+                    write(piece, name(k), index)
+                })
+                .collect::<Result<Vec<Spilled>>>()?
         }
     };
-    let mut out = OutFile::create_direct(&path, stats)?;
-    for part in data.chunks(1 << 20) {
-        out.write_all(bytemuck::cast_slice(part))?;
-    }
-    out.finish()?;
-    let len = data.len() as u64;
     data.clear();
-    Ok((data, Spilled { path, len, index }))
+    Ok((data, runs))
 }
+
+/// Source-ordered spills of at least this many records are split into one run
+/// per thread.
+const SPLIT_RECORDS: usize = 1 << 22;
 
 fn sort_records<R: Record>(v: &mut [R]) {
     if R::WEIGHTED {
@@ -185,16 +222,23 @@ pub fn partition_by_source<R: Record>(v: &mut [R], leaf: usize) -> Segments {
     }
     let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
     let bits = 32 - max.leading_zeros();
-    partition_level(v, 0, 0, bits, leaf.max(1))
+    partition_level(v, 0, 0, bits, leaf.max(1), 8)
 }
 
 /// One level: `v` (at run position `pos`) holds sources `lo .. lo + 2^bits`.
-fn partition_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32, leaf: usize) -> Segments {
+fn partition_level<R: Record>(
+    v: &mut [R],
+    pos: u64,
+    lo: u32,
+    bits: u32,
+    leaf: usize,
+    wmax: u32,
+) -> Segments {
     if v.len() <= leaf || bits == 0 {
         return vec![(lo, pos)];
     }
     // Digits of at most 8 bits: the permutation's 256 write heads stay in cache.
-    let width = bits.min(8);
+    let width = bits.min(wmax);
     let shift = bits - width;
     let buckets = 1usize << width;
     let mask = (buckets - 1) as u32;
@@ -257,7 +301,7 @@ fn partition_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32, leaf: u
     parts
         .into_par_iter()
         .with_min_len(16)
-        .map(|(src, p, b)| partition_level(b, p, src, shift, leaf))
+        .map(|(src, p, b)| partition_level(b, p, src, shift, leaf, 8))
         .collect::<Vec<Segments>>()
         .concat()
 }
@@ -285,6 +329,8 @@ impl<R: Record> ExternalSorter<R> {
             capacity,
             dir,
             runs: Vec::new(),
+            spills: 0,
+            split_records: SPLIT_RECORDS,
             stats,
             total: 0,
             merge_memory: memory as usize,
@@ -313,7 +359,7 @@ impl<R: Record> ExternalSorter<R> {
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }
-    /// Runs spilled so far (one may still be being written).
+    /// Runs spilled so far (a spill still being written counts as one).
     pub fn runs(&self) -> usize {
         self.runs.len() + self.background.is_some() as usize
     }
@@ -352,15 +398,16 @@ impl<R: Record> ExternalSorter<R> {
         let Some(h) = self.background.take() else {
             return Ok(None);
         };
-        let (buf, run) = match h.join() {
+        let (buf, runs) = match h.join() {
             Ok(r) => r?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        self.runs.push(run);
+        self.runs.extend(runs);
         Ok(Some(buf))
     }
 
-    /// Spills the buffer as a run. The first spill happens in place with the whole
+    /// Spills the buffer as a run (split in pieces on every thread when nothing
+    /// else runs: the first spill and the last). The first spill happens in place with the whole
     /// buffer; after it the buffer is halved and (with `background`) each full half
     /// is sorted and written on a thread while the other half fills, so the spill
     /// overlaps the input's parsing and never holds more than the budget.
@@ -369,20 +416,23 @@ impl<R: Record> ExternalSorter<R> {
             return Ok(());
         }
         let recycled = self.join()?;
-        let path = self.dir.join(format!("run-{:05}.bin", self.runs.len()));
+        let path = self.dir.join(format!("run-{:05}", self.spills));
+        self.spills += 1;
         let data = std::mem::take(&mut self.buf);
-        let (order, stats) = (self.order, self.stats.clone());
+        let (order, stats, split) = (self.order, self.stats.clone(), self.split_records);
         if background && self.halved {
             let h = std::thread::Builder::new()
                 .name("outcore-spill".into())
-                .spawn(move || write_run(data, order, path, stats))
+                // A background spill runs beside the input's reading, which must
+                // keep its core: one piece.
+                .spawn(move || write_run(data, order, usize::MAX, path, stats))
                 .map_err(|e| outcore_io::IoError::new(&self.dir, "start a spill thread", e))?;
             self.background = Some(h);
             self.buf = recycled.unwrap_or_default();
             return Ok(());
         }
-        let (data, run) = write_run(data, order, path, stats)?;
-        self.runs.push(run);
+        let (data, runs) = write_run(data, order, split, path, stats)?;
+        self.runs.extend(runs);
         if !self.halved {
             self.halved = true;
             self.capacity = (self.capacity / 2).max(1);
@@ -802,19 +852,43 @@ mod tests {
         let key = |r: &WEdge| (r.u, r.v, r.w.to_bits());
         // Capacities that spill once (in place), several times (double-buffered
         // halves on the background thread) or at every few records.
-        for cap in [30_000usize, 5_000, 999, 201] {
+        // With `split`, a spill is written as several runs (one per thread).
+        let mut unsplit_runs = std::collections::HashMap::<usize, usize>::new();
+        for (cap, split) in [
+            (30_000usize, false),
+            (5_000, false),
+            (999, false),
+            (201, false),
+            (30_000, true),
+            (999, true),
+        ] {
             let mut s = ExternalSorter::<WEdge>::by_source(
                 dir.path().to_path_buf(),
                 1 << 30,
                 IoStats::new(),
             );
             s.set_capacity(cap);
+            if split {
+                s.split_records = 64;
+            }
             for r in &input {
                 s.push(*r).unwrap();
             }
             assert_eq!(s.len(), input.len() as u64);
             let mut runs = s.into_runs().unwrap();
             assert!(runs.count() >= input.len() / cap);
+            if split {
+                // The first and the last spill (nothing else running) are split.
+                let pieces = rayon::current_num_threads().clamp(1, 8);
+                let unsplit = unsplit_runs[&cap];
+                assert_eq!(
+                    runs.count(),
+                    unsplit + 2 * (pieces - 1),
+                    "one run per piece"
+                );
+            } else {
+                unsplit_runs.insert(cap, runs.count());
+            }
             let mut lo = 0u64;
             for hi in [1u64, 2, 100, 1000, 2500, 4096] {
                 for x in [lo, lo + 1, hi / 2, hi] {
@@ -928,8 +1002,31 @@ mod tests {
             let t = std::time::Instant::now();
             let segs = partition_by_source(&mut b, leaf_size(n as u64));
             let tb = t.elapsed();
+            let mut c = edges.clone();
+            let t = std::time::Instant::now();
+            // Only the top level: every bucket is a leaf.
+            partition_by_source(&mut c, n / 128);
+            let tc = t.elapsed();
+            for wmax in [8u32, 10, 11, 12] {
+                for huge in [false, true] {
+                    let mut d: Vec<Edge> = Vec::with_capacity(n);
+                    if huge {
+                        crate::memcsr::advise_huge(d.spare_capacity_mut());
+                    }
+                    d.extend_from_slice(&edges);
+                    let t = std::time::Instant::now();
+                    let max = d.par_iter().map(|r| r.u()).max().unwrap_or(0);
+                    let bits = 32 - max.leading_zeros();
+                    let segs = partition_level(&mut d, 0, 0, bits, 32768, wmax);
+                    eprintln!(
+                        "  top digit {wmax} bits, huge {huge}, leaf 32768: {:?} ({} segments)",
+                        t.elapsed(),
+                        segs.len()
+                    );
+                }
+            }
             eprintln!(
-                "{n} records: full sort {ta:?}, partition by source {tb:?} ({} segments)",
+                "{n} records: full sort {ta:?}, partition by source {tb:?} ({} segments), top level only {tc:?}",
                 segs.len()
             );
         }
