@@ -1070,7 +1070,8 @@ fn csr_from_runs<R: Record, A: Adj>(
         loops += l;
         edges += csr.adj.len() as u64;
         // The next range's records are read (into the now idle record buffer)
-        // while this range's CSR is written and its grid rows are cut.
+        // while this range's CSR is written and, at the same time, its grid rows
+        // are cut.
         let next_hi = if hi < n { plan(runs, hi) } else { hi };
         std::thread::scope(|s| -> Result<()> {
             let fetch = (hi < n).then(|| {
@@ -1080,13 +1081,17 @@ fn csr_from_runs<R: Record, A: Adj>(
                     runs.take_below(next_hi, records)
                 })
             });
-            let done = out.append(&csr).and_then(|_| each(lo, &csr));
-            let fetched = match fetch.map(|h| h.join()) {
-                Some(Ok(r)) => r,
-                Some(Err(panic)) => std::panic::resume_unwind(panic),
-                None => Ok(()),
+            // The CSR is written on a thread of its own while `each` works on it.
+            let (out, csr) = (&mut out, &csr);
+            let write = s.spawn(move || out.append(csr));
+            let done = each(lo, csr);
+            let join = |h: std::thread::ScopedJoinHandle<'_, Result<()>>| match h.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
             };
-            done.and(fetched)
+            let written = join(write);
+            let fetched = fetch.map_or(Ok(()), join);
+            written.and(done).and(fetched)
         })?;
         c.obs.advance(seen, edges);
         spare = csr.into_adj();

@@ -777,10 +777,11 @@ impl GridWriter {
     }
 
     /// Appends the rows from the next one up to `i1` (entries set) from `csr`
-    /// (vertex k is `vbase + k`), built in parallel in windows of rows that hold
-    /// at most `memory` bytes at once (a row is held twice while built: packed per
-    /// block, then in order), at least one row at a time; `progress` gets the edges
-    /// placed so far.
+    /// (vertex k is `vbase + k`), built in parallel in windows of rows, each window
+    /// written on a thread of its own while the next is built. At most `memory`
+    /// bytes of rows are held at once (a row is held twice while built, packed per
+    /// block then in order, and once more while written), at least one row at a
+    /// time; `progress` gets the edges placed so far.
     pub fn append_windows<A: Adj>(
         &mut self,
         csr: &MemCsr<A>,
@@ -790,66 +791,110 @@ impl GridWriter {
         memory: u64,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<()> {
+        assert!(i1 <= self.rows_set, "grid rows' entries are set first");
         let widest = (self.next_row..i1)
-            .map(|i| 2 * self.row_bytes(i))
+            .map(|i| 3 * self.row_bytes(i))
             .max()
             .unwrap_or(0)
             .max(1);
         let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
-        while self.next_row < i1 {
-            let i0 = self.next_row;
-            self.append_rows(csr, vbase, i0, (i0 + window).min(i1), interval)?;
-            progress(self.placed);
+        // The window built last, not yet written: its first row and rows.
+        let mut pending: Option<(usize, Vec<GridRow>)> = None;
+        let mut at = self.next_row;
+        while at < i1 || pending.is_some() {
+            let next = (at < i1).then(|| (at, (at + window).min(i1)));
+            let data = &mut self.data;
+            let index = &self.index;
+            let pp = self.pp;
+            let (written, built) = std::thread::scope(|s| {
+                let write = pending.as_ref().map(|(_, rows)| {
+                    s.spawn(move || -> Result<()> {
+                        for (buf, _) in rows {
+                            data.append(bytemuck::cast_slice(buf))?;
+                        }
+                        Ok(())
+                    })
+                });
+                let built =
+                    next.map(|(a, b)| Self::build_rows(index, pp, csr, vbase, a, b, interval));
+                let written = match write.map(|h| h.join()) {
+                    Some(Ok(r)) => r,
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                    None => Ok(()),
+                };
+                (written, built)
+            });
+            written?;
+            if let Some((i0, rows)) = pending.take() {
+                self.rows_written(csr, vbase, i0, rows, interval);
+                progress(self.placed);
+            }
+            if let Some((a, b)) = next {
+                pending = built.map(|rows| (a, rows));
+                at = b;
+            }
         }
         Ok(())
     }
 
-    /// Builds rows `i0 .. i1` (the next ones) in parallel from `csr`, whose vertex
-    /// k is `vbase + k` and which holds at least those rows' vertices, and appends
-    /// them.
-    pub fn append_rows<A: Adj>(
-        &mut self,
+    /// Rows `i0 .. i1` built in parallel from `csr`, whose vertex k is `vbase + k`
+    /// and which holds at least those rows' vertices (`index` the grid's entries,
+    /// `pp` = P).
+    #[allow(clippy::too_many_arguments)]
+    fn build_rows<A: Adj>(
+        index: &[BlockEntry],
+        pp: usize,
         csr: &MemCsr<A>,
         vbase: u64,
         i0: usize,
         i1: usize,
         interval: u64,
-    ) -> Result<()> {
-        assert_eq!(i0, self.next_row, "grid rows are appended in order");
-        assert!(i1 <= self.rows_set, "grid rows' entries are set first");
-        let pp = self.pp;
-        let end = vbase + csr.vertices() as u64;
-        let row = |i: usize| {
-            let lo = (i as u64 * interval).clamp(vbase, end) - vbase;
-            let hi = ((i as u64 + 1) * interval).clamp(vbase, end) - vbase;
-            (lo as usize, hi as usize)
-        };
-        let index = &self.index;
-        let built: Vec<GridRow> = (i0..i1)
+    ) -> Vec<GridRow> {
+        (i0..i1)
             .into_par_iter()
             .map(|i| {
-                let row_lo = i as u64 * interval;
                 csr.grid_row(
                     &index[i * pp..(i + 1) * pp],
                     vbase,
-                    row(i),
+                    Self::row_range(csr, vbase, i, interval),
                     interval,
-                    row_lo,
+                    i as u64 * interval,
                 )
             })
-            .collect();
-        for (k, (buf, crcs)) in built.into_iter().enumerate() {
+            .collect()
+    }
+
+    /// The range of `csr`'s vertices (vertex k is `vbase + k`) in grid row `i`.
+    fn row_range<A: Adj>(csr: &MemCsr<A>, vbase: u64, i: usize, interval: u64) -> (usize, usize) {
+        let end = vbase + csr.vertices() as u64;
+        let lo = (i as u64 * interval).clamp(vbase, end) - vbase;
+        let hi = ((i as u64 + 1) * interval).clamp(vbase, end) - vbase;
+        (lo as usize, hi as usize)
+    }
+
+    /// Records rows from `i0` on (the next ones), just written: their blocks' CRCs
+    /// and edges.
+    fn rows_written<A: Adj>(
+        &mut self,
+        csr: &MemCsr<A>,
+        vbase: u64,
+        i0: usize,
+        rows: Vec<GridRow>,
+        interval: u64,
+    ) {
+        assert_eq!(i0, self.next_row, "grid rows are appended in order");
+        let pp = self.pp;
+        let n = rows.len();
+        for (k, (_, crcs)) in rows.into_iter().enumerate() {
             let i = i0 + k;
             for (j, (t, w)) in crcs.into_iter().enumerate() {
                 self.index[i * pp + j].crc_topology = t;
                 self.index[i * pp + j].crc_weights = w;
             }
-            self.data.append(bytemuck::cast_slice(&buf))?;
-            let (lo, hi) = row(i);
+            let (lo, hi) = Self::row_range(csr, vbase, i, interval);
             self.placed += csr.offsets[hi] - csr.offsets[lo];
         }
-        self.next_row = i1;
-        Ok(())
+        self.next_row = i0 + n;
     }
 
     /// Finishes `grid.data` and writes `grid.index`.
