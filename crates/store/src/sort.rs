@@ -155,22 +155,20 @@ fn write_run<R: Record>(
         s.push(format!("-{k}.bin"));
         PathBuf::from(s)
     };
-    let write = |piece: &[R], path: PathBuf, index: Segments| -> Result<Spilled> {
-        let mut out = OutFile::create_direct(&path, stats.clone())?;
-        for part in piece.chunks(1 << 20) {
-            out.write_all(bytemuck::cast_slice(part))?;
-        }
-        out.finish()?;
-        Ok(Spilled {
-            path,
-            len: piece.len() as u64,
-            index,
-        })
-    };
     let runs = match order {
         SpillOrder::Full => {
             sort_records(&mut data);
-            vec![write(&data, name(0), Vec::new())?]
+            let path = name(0);
+            let mut out = OutFile::create_direct(&path, stats.clone())?;
+            for part in data.chunks(1 << 20) {
+                out.write_all(bytemuck::cast_slice(part))?;
+            }
+            out.finish()?;
+            vec![Spilled {
+                path,
+                len: data.len() as u64,
+                index: Vec::new(),
+            }]
         }
         SpillOrder::Source => {
             let pieces = if data.len() >= split {
@@ -182,8 +180,15 @@ fn write_run<R: Record>(
             data.par_chunks_mut(size)
                 .enumerate()
                 .map(|(k, piece)| {
-                    let index = partition_by_source(piece, leaf_size(piece.len() as u64));
-                    write(piece, name(k), index)
+                    let path = name(k);
+                    let mut out = OutFile::create_direct(&path, stats.clone())?;
+                    let index = write_partitioned(piece, leaf_size(piece.len() as u64), &mut out)?;
+                    out.finish()?;
+                    Ok(Spilled {
+                        path,
+                        len: piece.len() as u64,
+                        index,
+                    })
                 })
                 .collect::<Result<Vec<Spilled>>>()?
         }
@@ -222,23 +227,33 @@ pub fn partition_by_source<R: Record>(v: &mut [R], leaf: usize) -> Segments {
     }
     let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
     let bits = 32 - max.leading_zeros();
-    partition_level(v, 0, 0, bits, leaf.max(1), 8)
+    partition_level(v, 0, 0, bits, leaf.max(1))
 }
 
 /// One level: `v` (at run position `pos`) holds sources `lo .. lo + 2^bits`.
-fn partition_level<R: Record>(
-    v: &mut [R],
-    pos: u64,
-    lo: u32,
-    bits: u32,
-    leaf: usize,
-    wmax: u32,
-) -> Segments {
+fn partition_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32, leaf: usize) -> Segments {
     if v.len() <= leaf || bits == 0 {
         return vec![(lo, pos)];
     }
+    let (parts, shift) = split_level(v, pos, lo, bits);
+    parts
+        .into_par_iter()
+        .with_min_len(16)
+        .map(|(src, p, b)| partition_level(b, p, src, shift, leaf))
+        .collect::<Vec<Segments>>()
+        .concat()
+}
+
+/// A bucket of one partition level: its first source, its position in the run
+/// and its records.
+type Part<'a, R> = (u32, u64, &'a mut [R]);
+
+/// One level's permutation of `v` (at run position `pos`, sources `lo .. lo +
+/// 2^bits`, `bits` > 0) by its top digit: the non-empty buckets in order, and the
+/// bits left below the digit.
+fn split_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32) -> (Vec<Part<'_, R>>, u32) {
     // Digits of at most 8 bits: the permutation's 256 write heads stay in cache.
-    let width = bits.min(wmax);
+    let width = bits.min(8);
     let shift = bits - width;
     let buckets = 1usize << width;
     let mask = (buckets - 1) as u32;
@@ -287,7 +302,7 @@ fn partition_level<R: Record>(
             head[d] += 1;
         }
     }
-    let mut parts: Vec<(u32, u64, &mut [R])> = Vec::with_capacity(buckets);
+    let mut parts: Vec<Part<'_, R>> = Vec::with_capacity(buckets);
     let mut rest = v;
     let mut p = pos;
     for (d, &c) in count.iter().enumerate() {
@@ -298,12 +313,74 @@ fn partition_level<R: Record>(
         p += c as u64;
         rest = r;
     }
-    parts
-        .into_par_iter()
-        .with_min_len(16)
-        .map(|(src, p, b)| partition_level(b, p, src, shift, leaf, 8))
-        .collect::<Vec<Segments>>()
-        .concat()
+    (parts, shift)
+}
+
+/// Partitions `v` by source ([`partition_by_source`]) and writes it to `out` in
+/// that order, the writing overlapped with the partition: after the top level,
+/// groups of buckets (about a sixteenth of the records each) are finished in
+/// parallel while the group before is written on a thread of its own.
+fn write_partitioned<R: Record>(v: &mut [R], leaf: usize, out: &mut OutFile) -> Result<Segments> {
+    let leaf = leaf.max(1);
+    let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
+    let bits = 32 - max.leading_zeros();
+    if v.len() <= leaf || bits == 0 {
+        out.write_all(bytemuck::cast_slice(v))?;
+        return Ok(if v.is_empty() {
+            Vec::new()
+        } else {
+            vec![(0, 0)]
+        });
+    }
+    let total = v.len();
+    let (parts, shift) = split_level(v, 0, 0, bits);
+    let mut groups: Vec<Vec<Part<'_, R>>> = Vec::new();
+    let mut size = 0;
+    for part in parts {
+        size += part.2.len();
+        match groups.last_mut() {
+            Some(g) if size <= total / 16 => g.push(part),
+            _ => {
+                size = part.2.len();
+                groups.push(vec![part]);
+            }
+        }
+    }
+    let mut segments = Vec::new();
+    // Finished buckets not yet written.
+    let mut pending: Vec<&mut [R]> = Vec::new();
+    let mut groups = groups.into_iter();
+    loop {
+        let group = groups.next();
+        if group.is_none() && pending.is_empty() {
+            return Ok(segments);
+        }
+        let (out, ready) = (&mut *out, &pending);
+        let (written, done) = std::thread::scope(|s| {
+            let write = s.spawn(move || -> Result<()> {
+                for b in ready {
+                    out.write_all(bytemuck::cast_slice(b))?;
+                }
+                Ok(())
+            });
+            let done: Option<Vec<(Segments, &mut [R])>> = group.map(|g| {
+                g.into_par_iter()
+                    .map(|(src, p, b)| (partition_level(b, p, src, shift, leaf), b))
+                    .collect()
+            });
+            let written = match write.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            (written, done)
+        });
+        written?;
+        pending.clear();
+        for (segs, b) in done.into_iter().flatten() {
+            segments.extend(segs);
+            pending.push(b);
+        }
+    }
 }
 
 impl<R: Record> ExternalSorter<R> {
@@ -973,12 +1050,25 @@ mod tests {
                 })
                 .collect();
             let mut expect = v.clone();
+            // Written while partitioned: the file holds the partitioned records.
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("run");
+            let mut w = v.clone();
+            let mut out = OutFile::create_direct(&path, IoStats::new()).unwrap();
+            let wsegs = write_partitioned(&mut w, leaf, &mut out).unwrap();
+            out.finish().unwrap();
+            let file: Vec<WEdge> = bytemuck::pod_collect_to_vec(&std::fs::read(&path).unwrap());
+            assert_eq!(file, w, "written as partitioned, len {len}");
+            check_segments(&w, &wsegs, leaf);
+
             let segs = partition_by_source(&mut v, leaf);
             check_segments(&v, &segs, leaf);
             let key = |r: &WEdge| (r.u, r.v, r.w.to_bits());
             expect.sort_by_key(key);
             v.sort_by_key(key);
             assert_eq!(v, expect, "same multiset, len {len}");
+            w.sort_by_key(key);
+            assert_eq!(w, expect, "same multiset written, len {len}");
         }
     }
 
@@ -1007,24 +1097,6 @@ mod tests {
             // Only the top level: every bucket is a leaf.
             partition_by_source(&mut c, n / 128);
             let tc = t.elapsed();
-            for wmax in [8u32, 10, 11, 12] {
-                for huge in [false, true] {
-                    let mut d: Vec<Edge> = Vec::with_capacity(n);
-                    if huge {
-                        crate::memcsr::advise_huge(d.spare_capacity_mut());
-                    }
-                    d.extend_from_slice(&edges);
-                    let t = std::time::Instant::now();
-                    let max = d.par_iter().map(|r| r.u()).max().unwrap_or(0);
-                    let bits = 32 - max.leading_zeros();
-                    let segs = partition_level(&mut d, 0, 0, bits, 32768, wmax);
-                    eprintln!(
-                        "  top digit {wmax} bits, huge {huge}, leaf 32768: {:?} ({} segments)",
-                        t.elapsed(),
-                        segs.len()
-                    );
-                }
-            }
             eprintln!(
                 "{n} records: full sort {ta:?}, partition by source {tb:?} ({} segments), top level only {tc:?}",
                 segs.len()
