@@ -797,7 +797,7 @@ impl GridWriter {
             .max()
             .unwrap_or(0)
             .max(1);
-        let window = ((memory / widest) as usize).clamp(1, 4 * rayon::current_num_threads());
+        let window = ((memory / widest) as usize).clamp(1, 2 * rayon::current_num_threads());
         // The window built last, not yet written: its first row and rows.
         let mut pending: Option<(usize, Vec<GridRow>)> = None;
         let mut at = self.next_row;
