@@ -798,6 +798,9 @@ impl GridWriter {
             .unwrap_or(0)
             .max(1);
         let window = ((memory / widest) as usize).clamp(1, 2 * rayon::current_num_threads());
+        // A row too wide for three copies at once is written before the next is
+        // built (two copies, what the caller admitted it for).
+        let overlap = widest <= memory;
         // The window built last, not yet written: its first row and rows.
         let mut pending: Option<(usize, Vec<GridRow>)> = None;
         let mut at = self.next_row;
@@ -807,7 +810,11 @@ impl GridWriter {
             let index = &self.index;
             let pp = self.pp;
             let (written, built) = std::thread::scope(|s| {
-                let write = pending.as_ref().map(|(_, rows)| {
+                let join = |h: std::thread::ScopedJoinHandle<'_, Result<()>>| match h.join() {
+                    Ok(r) => r,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                let mut write = pending.as_ref().map(|(_, rows)| {
                     s.spawn(move || -> Result<()> {
                         for (buf, _) in rows {
                             data.append(bytemuck::cast_slice(buf))?;
@@ -815,13 +822,14 @@ impl GridWriter {
                         Ok(())
                     })
                 });
+                let early = if overlap {
+                    None
+                } else {
+                    write.take().map(join)
+                };
                 let built =
                     next.map(|(a, b)| Self::build_rows(index, pp, csr, vbase, a, b, interval));
-                let written = match write.map(|h| h.join()) {
-                    Some(Ok(r)) => r,
-                    Some(Err(panic)) => std::panic::resume_unwind(panic),
-                    None => Ok(()),
-                };
+                let written = early.or_else(|| write.map(join)).unwrap_or(Ok(()));
                 (written, built)
             });
             written?;
@@ -1119,6 +1127,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn grid_bytes_do_not_depend_on_the_row_memory() {
+        // Row memory from one byte (a row at a time, each written before the next
+        // is built) to plenty (windows written while the next is built).
+        let mut x = 3u64;
+        let recs: Vec<WEdge> = (0..20_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                WEdge {
+                    u: (x >> 40) as u32 % 1000,
+                    v: (x >> 20) as u32 % 1000,
+                    w: (x & 15) as f32,
+                }
+            })
+            .collect();
+        let (csr, _) = MemCsr::<TargetWeight>::from_records(&recs, 0, 1000, false, 2).unwrap();
+        let mut files: Vec<Vec<u8>> = Vec::new();
+        for memory in [1u64, 20_000, 200_000, 1 << 30] {
+            let dir = tempfile::tempdir().unwrap();
+            csr.write_grid(dir.path(), 7, 143, memory, &IoStats::new(), &|_| {})
+                .unwrap();
+            let mut bytes = std::fs::read(dir.path().join("grid.data")).unwrap();
+            bytes.extend(std::fs::read(dir.path().join("grid.index")).unwrap());
+            files.push(bytes);
+        }
+        assert!(
+            files.iter().all(|f| *f == files[0]),
+            "same grid at every row memory"
+        );
     }
 
     #[test]
