@@ -7,7 +7,10 @@
 //! (double buffering within the same budget). Ingest's sorters only partition
 //! runs by source ([`SpillOrder::Source`]: [`partition_by_source`], an in-place
 //! radix partition into buckets of at most [`LEAF_RECORDS`], about twice as fast
-//! as the comparison sort) and take them back by ranges of sources ([`Runs`]); a
+//! as the comparison sort) and take them back by ranges of sources ([`Runs`]).
+//! A source-ordered run is written while its buckets are still being partitioned
+//! (a group of buckets written while the next is finished), and a spill nothing
+//! else overlaps (the first and the last) is split in one run per thread; a
 //! [`SpillOrder::Full`] sorter merges its runs at the end with a
 //! binary heap, each run read through a buffer of its share of the budget. When
 //! everything fits, no run is written at all and the sorted buffer is streamed
