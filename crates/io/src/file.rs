@@ -156,30 +156,23 @@ impl SeqReader {
                     }
                 }
             });
-        match thread {
-            Ok(t) => SeqReader {
-                full: Some(full),
-                free: Some(free),
-                thread: Some(t),
-                cur: None,
-                at: 0,
-                done: false,
-                failed: None,
-            },
+        let (full, free, thread) = match thread {
+            Ok(t) => (full, Some(free), Some(t)),
             // No thread to be had: an already failed reader, reporting why.
             Err(e) => {
                 let (tx, full) = std::sync::mpsc::channel();
                 let _ = tx.send(Err(e));
-                SeqReader {
-                    full: Some(full),
-                    free: None,
-                    thread: None,
-                    cur: None,
-                    at: 0,
-                    done: false,
-                    failed: None,
-                }
+                (full, None, None)
             }
+        };
+        SeqReader {
+            full: Some(full),
+            free,
+            thread,
+            cur: None,
+            at: 0,
+            done: false,
+            failed: None,
         }
     }
 }

@@ -1085,12 +1085,8 @@ fn csr_from_runs<R: Record, A: Adj>(
             let (out, csr) = (&mut out, &csr);
             let write = s.spawn(move || out.append(csr));
             let done = each(lo, csr);
-            let join = |h: std::thread::ScopedJoinHandle<'_, Result<()>>| match h.join() {
-                Ok(r) => r,
-                Err(panic) => std::panic::resume_unwind(panic),
-            };
-            let written = join(write);
-            let fetched = fetch.map_or(Ok(()), join);
+            let written = crate::join_scoped(write);
+            let fetched = fetch.map_or(Ok(()), crate::join_scoped);
             written.and(done).and(fetched)
         })?;
         c.obs.advance(seen, edges);

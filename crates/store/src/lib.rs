@@ -32,3 +32,9 @@ pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};
 pub use manifest::Manifest;
 pub use parse::Format;
 pub use reader::{Block, BlockEntry, CsrReader, GridReader, IdMap, RawBlock, Store};
+
+/// Waits for a scoped thread (the builders' I/O overlaps) and passes its panic on.
+pub(crate) fn join_scoped<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}

@@ -529,6 +529,7 @@ impl<A: Adj> MemCsr<A> {
 
     /// Calls `f(j, start, end)` for each run of `list[start..end]` whose targets
     /// fall in column interval j.
+    ///
     /// `list` is sorted by target. A run's end is found by galloping (1, 2, 4, ...
     /// past its start, then a binary search in the last step): one comparison for
     /// the most common run, a single edge, and a logarithmic search for long ones.
@@ -810,10 +811,6 @@ impl GridWriter {
             let index = &self.index;
             let pp = self.pp;
             let (written, built) = std::thread::scope(|s| {
-                let join = |h: std::thread::ScopedJoinHandle<'_, Result<()>>| match h.join() {
-                    Ok(r) => r,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                };
                 let mut write = pending.as_ref().map(|(_, rows)| {
                     s.spawn(move || -> Result<()> {
                         for (buf, _) in rows {
@@ -825,11 +822,13 @@ impl GridWriter {
                 let early = if overlap {
                     None
                 } else {
-                    write.take().map(join)
+                    write.take().map(crate::join_scoped)
                 };
                 let built =
                     next.map(|(a, b)| Self::build_rows(index, pp, csr, vbase, a, b, interval));
-                let written = early.or_else(|| write.map(join)).unwrap_or(Ok(()));
+                let written = early
+                    .or_else(|| write.map(crate::join_scoped))
+                    .unwrap_or(Ok(()));
                 (written, built)
             });
             written?;

@@ -228,9 +228,13 @@ pub fn partition_by_source<R: Record>(v: &mut [R], leaf: usize) -> Segments {
     if v.is_empty() {
         return Vec::new();
     }
+    partition_level(v, 0, 0, source_bits(v), leaf.max(1))
+}
+
+/// The significant bits of the largest source in `v`.
+fn source_bits<R: Record>(v: &[R]) -> u32 {
     let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
-    let bits = 32 - max.leading_zeros();
-    partition_level(v, 0, 0, bits, leaf.max(1))
+    32 - max.leading_zeros()
 }
 
 /// One level: `v` (at run position `pos`) holds sources `lo .. lo + 2^bits`.
@@ -325,8 +329,7 @@ fn split_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32) -> (Vec<Par
 /// parallel while the group before is written on a thread of its own.
 fn write_partitioned<R: Record>(v: &mut [R], leaf: usize, out: &mut OutFile) -> Result<Segments> {
     let leaf = leaf.max(1);
-    let max = v.par_iter().map(|r| r.u()).max().unwrap_or(0);
-    let bits = 32 - max.leading_zeros();
+    let bits = source_bits(v);
     if v.len() <= leaf || bits == 0 {
         out.write_all(bytemuck::cast_slice(v))?;
         return Ok(if v.is_empty() {
@@ -371,11 +374,7 @@ fn write_partitioned<R: Record>(v: &mut [R], leaf: usize, out: &mut OutFile) -> 
                     .map(|(src, p, b)| (partition_level(b, p, src, shift, leaf), b))
                     .collect()
             });
-            let written = match write.join() {
-                Ok(r) => r,
-                Err(panic) => std::panic::resume_unwind(panic),
-            };
-            (written, done)
+            (crate::join_scoped(write), done)
         });
         written?;
         pending.clear();
@@ -487,8 +486,8 @@ impl<R: Record> ExternalSorter<R> {
     }
 
     /// Spills the buffer as a run (split in pieces on every thread when nothing
-    /// else runs: the first spill and the last). The first spill happens in place with the whole
-    /// buffer; after it the buffer is halved and (with `background`) each full half
+    /// else runs: the first spill and the last). The first spill happens in place
+    /// with the whole buffer; after it the buffer is halved and (with `background`) each full half
     /// is sorted and written on a thread while the other half fills, so the spill
     /// overlaps the input's parsing and never holds more than the budget.
     fn spill(&mut self, background: bool) -> Result<()> {
