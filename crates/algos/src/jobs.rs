@@ -6,12 +6,14 @@
 //! that reads a value newer than the previous iteration's only converges sooner,
 //! and the fixpoint — exact depths / distances with the smallest parent id among
 //! the tied ones, or the smallest id of each component — is unique, so a job's
-//! answer equals the streaming engine's and its own single-job run. PageRank keeps
+//! answer equals the streaming engine's and its own single-job run. bfs and sssp
+//! load a target's value first and pay for the atomic minimum only when the
+//! candidate is smaller (most relaxations fail). PageRank keeps
 //! the previous iteration's shares and the next iteration's sums apart (BSP), as
 //! LDBC Graphalytics defines it (see [`crate::pagerank`]).
 
 use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
-use outcore_engine::{prefetch_each, Job, JobCtx};
+use outcore_engine::{prefetch, prefetch_each, Job, JobCtx, Task};
 use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
 use outcore_store::{IdMap, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -185,12 +187,18 @@ impl Job for Bfs {
     fn ahead(&self, dsts: &[u32]) {
         prefetch_each(self.st.atomic(), dsts);
     }
+    fn ahead_source(&self, u: u32) {
+        prefetch(self.st.atomic(), u);
+    }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.st.atomic();
         let du = a[u as usize].load(Relaxed) >> 32;
         let cand = ((du + 1) << 32) | u as u64;
         for &v in dsts {
-            if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
+            // A plain load first: most relaxations fail, and only an improving one
+            // pays for the locked read-modify-write.
+            let x = &a[v as usize];
+            if cand < x.load(Relaxed) && x.fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
                 ctx.activate(v);
             }
         }
@@ -239,6 +247,9 @@ impl Job for Sssp {
     fn ahead(&self, dsts: &[u32]) {
         prefetch_each(self.st.atomic(), dsts);
     }
+    fn ahead_source(&self, u: u32) {
+        prefetch(self.st.atomic(), u);
+    }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
         let a = self.st.atomic();
         let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
@@ -250,7 +261,8 @@ impl Job for Sssp {
                 return;
             }
             let cand = (((du + w).to_bits() as u64) << 32) | u as u64;
-            if a[v as usize].fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
+            let x = &a[v as usize];
+            if cand < x.load(Relaxed) && x.fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
                 ctx.activate(v);
             }
         }
@@ -304,6 +316,9 @@ impl Job for Wcc {
     }
     fn ahead(&self, dsts: &[u32]) {
         prefetch_each(self.label.atomic(), dsts);
+    }
+    fn ahead_source(&self, u: u32) {
+        prefetch(self.label.atomic(), u);
     }
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let a = self.label.atomic();
@@ -375,12 +390,42 @@ impl Job for PageRank {
     fn ahead(&self, dsts: &[u32]) {
         prefetch_each(self.sum.atomic(), dsts);
     }
+    fn ahead_source(&self, u: u32) {
+        prefetch(&self.contrib, u);
+    }
+    fn exclusive_targets(&self) -> bool {
+        true
+    }
     fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
         let share = self.contrib[u as usize];
         let sum = self.sum.atomic();
         for &v in dsts {
             atomic_add_f64(&sum[v as usize], share);
         }
+    }
+    fn task(&self, ctx: &JobCtx, t: &Task) -> u64 {
+        if !t.exclusive {
+            return t.for_each(
+                |u| self.ahead_source(u),
+                |d| self.ahead(d),
+                |u, d, w| self.edges(ctx, u, d, w),
+            );
+        }
+        // No other task adds to these targets meanwhile: a plain load and store
+        // (still through the atomic type, so there is no data race) instead of a
+        // compare-and-swap loop per edge.
+        let sum = self.sum.atomic();
+        t.for_each(
+            |u| self.ahead_source(u),
+            |d| self.ahead(d),
+            |u, dsts, _| {
+                let share = self.contrib[u as usize];
+                for &v in dsts {
+                    let x = &sum[v as usize];
+                    x.store((f64::from_bits(x.load(Relaxed)) + share).to_bits(), Relaxed);
+                }
+            },
+        )
     }
     fn end_iteration(
         &mut self,

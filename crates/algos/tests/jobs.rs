@@ -67,7 +67,14 @@ fn run_jobs(
     {
         let mut refs: Vec<&mut dyn Job> =
             jobs.iter_mut().map(|j| &mut **j as &mut dyn Job).collect();
-        e.run(&mut refs, None).unwrap();
+        // Two threads, whatever the machine: units of at least four sub-blocks
+        // then give PageRank whole-sub-block tasks with exclusive targets.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap()
+            .install(|| e.run(&mut refs, None))
+            .unwrap();
     }
     let st = e.stats().clone();
     assert_eq!(st.jobs.len(), specs.len());
@@ -183,6 +190,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
         ("grid-und", GenKind::Grid { rows: 20, cols: 15 }, true),
     ];
     let (mut auto_whole, mut auto_selective, mut dfvu_ahead) = (0, 0, 0);
+    let (mut exclusive, mut exclusive_none) = (0, 0);
     for (name, kind, undirected) in graphs {
         for p in [1u32, 4, 16] {
             let (store, g) = build(dir.path(), name, kind.clone(), undirected, p);
@@ -245,6 +253,11 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                 ] {
                     let (runs, st) = run_jobs(&store, specs, mode, dfvu);
                     dfvu_ahead += st.dfvu_sources;
+                    if specs.iter().any(|s| s.algo == Algo::PageRank) {
+                        exclusive += st.exclusive_tasks;
+                    } else {
+                        exclusive_none += st.exclusive_tasks;
+                    }
                     if !dfvu {
                         assert_eq!(st.dfvu_sources, 0);
                     }
@@ -270,6 +283,12 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
         "{auto_whole} whole, {auto_selective} selective"
     );
     assert!(dfvu_ahead > 0, "DFVU never ran ahead");
+    // PageRank ran on whole sub-blocks with plain stores somewhere (and got the
+    // same answers), and no other job ever did.
+    assert!(
+        exclusive > 0 && exclusive_none == 0,
+        "{exclusive} / {exclusive_none}"
+    );
 }
 
 #[test]

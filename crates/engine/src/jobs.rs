@@ -28,7 +28,15 @@
 //!
 //! Scheduling (§3.3.3): a loaded sub-block becomes tasks of about 16K edges per job
 //! with active sources in it; rayon's work stealing runs them, so each job gets
-//! threads in proportion to its active edges.
+//! threads in proportion to its active edges. A task runs through [`Job::task`],
+//! whose loop over the source runs is compiled per job type (no dynamic call per
+//! run) and hints each job's source and target state ahead. A job that accumulates
+//! into its targets (PageRank) asks for [`Job::exclusive_targets`]: when the unit
+//! has at least two sub-blocks per thread it gets one task per sub-block, and since
+//! a unit's sub-blocks lie in distinct column intervals, no two of its tasks that
+//! run at once share a target, so it adds with a plain load and store instead of a
+//! compare-and-swap loop (not in the paper; the locked read-modify-write per edge
+//! was a fifth of the Het mix's compute on Kronecker graphs).
 //!
 //! Future-vertex updating (DFVU, §3.4): after a row of the grid (all sub-blocks of
 //! one source interval) has been processed while wholly in memory, the sources of
@@ -148,6 +156,27 @@ pub trait Job: Send + Sync {
     /// [`crate::AHEAD`] edges later (in the same task); a job may prefetch their
     /// state (see [`crate::prefetch`]). Must not change any value.
     fn ahead(&self, _dsts: &[u32]) {}
+    /// A look-ahead hint for a source whose run [`Job::edges`] will see about
+    /// [`SOURCES_AHEAD`] runs later. Must not change any value.
+    fn ahead_source(&self, _u: u32) {}
+    /// Whether the job wants each loaded sub-block as one task of its own, so
+    /// that its edge functions may update targets without read-modify-write
+    /// atomics when [`Task::exclusive`] says no other task runs on the same
+    /// targets (PageRank's sums).
+    fn exclusive_targets(&self) -> bool {
+        false
+    }
+    /// Runs one task: [`Job::edges`] for every source of the task that is picked,
+    /// with the look-ahead hints. The default body is compiled for each job type,
+    /// so the calls inside are static; a job overrides it to specialise on
+    /// [`Task::exclusive`]. Returns the edges processed.
+    fn task(&self, ctx: &JobCtx, t: &Task) -> u64 {
+        t.for_each(
+            |u| self.ahead_source(u),
+            |d| self.ahead(d),
+            |u, d, w| self.edges(ctx, u, d, w),
+        )
+    }
     /// After the iteration (`iteration` counts from 1), with `next` holding what the
     /// edge functions activated (the job may add more, e.g. all vertices). Returns
     /// true when the job has finished; an error stops the whole run.
@@ -178,6 +207,8 @@ pub struct JobsStats {
     pub modes: Vec<String>,
     pub iteration_seconds: Vec<f64>,
     pub iteration_bytes: Vec<u64>,
+    /// Each iteration's shared active set (vertices active for any live job).
+    pub iteration_active: Vec<u64>,
     pub bytes_read: u64,
     pub read_requests: u64,
     pub edges_loaded: u64,
@@ -185,6 +216,9 @@ pub struct JobsStats {
     /// edges they processed.
     pub dfvu_sources: u64,
     pub dfvu_edges: u64,
+    /// Tasks that ran a whole sub-block for a job with exclusive targets
+    /// ([`Job::exclusive_targets`]: plain stores instead of atomic adds).
+    pub exclusive_tasks: u64,
     /// Seconds the loader spent reading, and seconds processing waited for it.
     pub io_seconds: f64,
     pub io_wait_seconds: f64,
@@ -221,54 +255,114 @@ struct Slot<'j> {
     stats: JobStats,
 }
 
-/// Runs the edge functions of jobs `ks` over the loaded sub-blocks, for the
-/// sources `pick(job, u)` accepts, as tasks of about 16K edges per job: rayon's work
-/// stealing shares the threads among jobs in proportion to their active edges.
-/// Returns the edges each job processed.
-fn process(
+/// How many source runs ahead of the one being applied [`Task::for_each`] hints
+/// a source's state.
+pub const SOURCES_AHEAD: usize = 8;
+
+/// One task of a job: a slice of one loaded sub-block's source runs, of which the
+/// sources set in a filter bitmap are processed.
+pub struct Task<'a> {
+    srcs: &'a [u32],
+    offs: &'a [u32],
+    dsts: &'a [u32],
+    ws: Option<&'a [f32]>,
+    /// The task's runs: `a..b` of `srcs`.
+    a: usize,
+    b: usize,
+    /// Source `u` is picked when bit `u - base` is set.
+    filter: &'a AtomicBitmap,
+    base: u32,
+    /// No task that runs at the same time as this one touches this task's targets
+    /// for the same job: the job asked for [`Job::exclusive_targets`] and the
+    /// engine runs its sub-blocks, all of distinct column intervals, one task each.
+    pub exclusive: bool,
+}
+
+impl Task<'_> {
+    /// Calls `f(u, targets, weights)` for every picked source of the task, with
+    /// `pre_src(u)` for the source [`SOURCES_AHEAD`] runs later and `pre(targets)`
+    /// for the targets [`AHEAD`] edges later (runs tile the task). Returns the
+    /// edges given to `f`.
+    #[inline(always)]
+    pub fn for_each(
+        &self,
+        mut pre_src: impl FnMut(u32),
+        mut pre: impl FnMut(&[u32]),
+        mut f: impl FnMut(u32, &[u32], Option<&[f32]>),
+    ) -> u64 {
+        let (srcs, offs, dsts) = (self.srcs, self.offs, self.dsts);
+        let end = offs[self.b] as usize;
+        let mut edges = 0u64;
+        for x in self.a..self.b {
+            let u = srcs[x];
+            if let Some(&w) = srcs[..self.b].get(x + SOURCES_AHEAD) {
+                pre_src(w);
+            }
+            if !self.filter.get(u - self.base) {
+                continue;
+            }
+            let (ea, eb) = (offs[x] as usize, offs[x + 1] as usize);
+            pre(&dsts[(ea + AHEAD).min(end)..(eb + AHEAD).min(end)]);
+            f(u, &dsts[ea..eb], self.ws.map(|w| &w[ea..eb]));
+            edges += (eb - ea) as u64;
+        }
+        edges
+    }
+}
+
+/// Runs the edge functions of jobs `ks` over the loaded sub-blocks (one row's, so
+/// of distinct column intervals), for the sources `pick(job)` = (bitmap, base)
+/// selects, as tasks of about 16K edges per job (one per sub-block for a job that
+/// asks for [`Job::exclusive_targets`], when there are at least two sub-blocks per
+/// thread): rayon's work stealing shares the threads among jobs in proportion to
+/// their active edges. Returns the edges each job processed, and how many tasks
+/// were exclusive.
+fn process<'b>(
     slots: &[Slot],
     ks: &[usize],
     loaded: &[Loaded],
-    pick: &(dyn Fn(usize, u32) -> bool + Sync),
-) -> Vec<(usize, u64)> {
-    let mut tasks: Vec<(usize, usize, usize, usize)> = Vec::new();
+    pick: &(dyn Fn(usize) -> Option<(&'b AtomicBitmap, u32)> + Sync),
+) -> (Vec<(usize, u64)>, u64) {
+    let whole_blocks = loaded.len() >= 2 * rayon::current_num_threads();
+    let mut tasks: Vec<(usize, usize, usize, usize, bool)> = Vec::new();
     for (li, l) in loaded.iter().enumerate() {
         let (srcs, offs, _, _) = l.parts();
         for &k in ks {
+            let exclusive = whole_blocks && slots[k].job.exclusive_targets();
             let mut a = 0;
             while a < srcs.len() {
                 let mut b = a + 1;
-                while b < srcs.len() && (offs[b] - offs[a]) < 16384 {
+                while b < srcs.len() && (exclusive || (offs[b] - offs[a]) < 16384) {
                     b += 1;
                 }
-                tasks.push((li, k, a, b));
+                tasks.push((li, k, a, b, exclusive));
                 a = b;
             }
         }
     }
-    tasks
+    let exclusive_tasks = tasks.iter().filter(|t| t.4).count() as u64;
+    let edges = tasks
         .par_iter()
-        .map(|&(li, k, a, b)| {
+        .filter_map(|&(li, k, a, b, exclusive)| {
             let (srcs, offs, dsts, ws) = loaded[li].parts();
             let s = &slots[k];
+            let (filter, base) = pick(k)?;
             let ctx = JobCtx { next: &s.next };
-            let mut edges = 0u64;
-            let end = offs[b] as usize;
-            for x in a..b {
-                let u = srcs[x];
-                if !pick(k, u) {
-                    continue;
-                }
-                let (ea, eb) = (offs[x] as usize, offs[x + 1] as usize);
-                // The targets AHEAD edges beyond this run (runs tile the task).
-                s.job
-                    .ahead(&dsts[(ea + AHEAD).min(end)..(eb + AHEAD).min(end)]);
-                s.job.edges(&ctx, u, &dsts[ea..eb], ws.map(|w| &w[ea..eb]));
-                edges += (offs[x + 1] - offs[x]) as u64;
-            }
-            (k, edges)
+            let t = Task {
+                srcs,
+                offs,
+                dsts,
+                ws,
+                a,
+                b,
+                filter,
+                base,
+                exclusive,
+            };
+            Some((k, s.job.task(&ctx, &t)))
         })
-        .collect()
+        .collect();
+    (edges, exclusive_tasks)
 }
 
 /// Runs several jobs over one store, sharing the sub-blocks they load.
@@ -426,6 +520,7 @@ impl<'s> JobsEngine<'s> {
                 });
             }
             let active: Vec<u32> = shared.ones().collect();
+            self.stats.iteration_active.push(active.len() as u64);
             let rows: Vec<u32> = (0..p)
                 .filter(|&r| shared.any_in(self.store.interval(r)))
                 .collect();
@@ -553,10 +648,12 @@ impl<'s> JobsEngine<'s> {
                     }
                     let t = Instant::now();
                     let range = self.store.interval(u.row);
-                    for (k, e) in process(&slots, &u.jobs, &loaded, &|k, v| slots[k].active.get(v))
-                    {
+                    let (edges, exclusive) =
+                        process(&slots, &u.jobs, &loaded, &|k| Some((&slots[k].active, 0)));
+                    for (k, e) in edges {
                         slots[k].stats.edges_processed += e;
                     }
+                    self.stats.exclusive_tasks += exclusive;
                     self.stats.edges_loaded +=
                         loaded.iter().map(|l| l.parts().2.len() as u64).sum::<u64>();
                     // DFVU (§3.4): while the whole row is in memory, sources of this
@@ -608,12 +705,13 @@ impl<'s> JobsEngine<'s> {
                         if ks.is_empty() {
                             break;
                         }
-                        let pick =
-                            |k: usize, v: u32| ahead[k].as_ref().is_some_and(|f| f.get(v - base));
-                        for (k, e) in process(&slots, &ks, &loaded, &pick) {
+                        let pick = |k: usize| ahead[k].as_ref().map(|f| (f, base));
+                        let (edges, exclusive) = process(&slots, &ks, &loaded, &pick);
+                        for (k, e) in edges {
                             slots[k].stats.edges_processed += e;
                             self.stats.dfvu_edges += e;
                         }
+                        self.stats.exclusive_tasks += exclusive;
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();
                 }

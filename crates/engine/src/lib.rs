@@ -17,7 +17,10 @@ pub mod stream;
 pub mod vertex;
 
 pub use error::{EngineError, Result};
-pub use jobs::{IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats};
+pub use jobs::{
+    IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats, Task,
+    SOURCES_AHEAD,
+};
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
     StreamStats, AHEAD,
