@@ -36,7 +36,7 @@
 //! a unit's sub-blocks lie in distinct column intervals, no two of its tasks that
 //! run at once share a target, so it adds with a plain load and store instead of a
 //! compare-and-swap loop (not in the paper; the locked read-modify-write per edge
-//! was a fifth of the Het mix's compute on Kronecker graphs).
+//! was an eighth of the Het mix's samples on a Kronecker graph).
 //!
 //! Future-vertex updating (DFVU, §3.4): after a row of the grid (all sub-blocks of
 //! one source interval) has been processed while wholly in memory, the sources of
