@@ -515,9 +515,7 @@ impl<'s> JobsEngine<'s> {
             // The shared active set, by row.
             let shared = AtomicBitmap::new(n);
             for &k in &live {
-                slots[k].active.ones().for_each(|v| {
-                    shared.set(v);
-                });
+                shared.or_from(&slots[k].active);
             }
             let active: Vec<u32> = shared.ones().collect();
             self.stats.iteration_active.push(active.len() as u64);
@@ -694,7 +692,8 @@ impl<'s> JobsEngine<'s> {
                             if selective {
                                 u.active.iter().for_each(|&v| take(v));
                             } else {
-                                range.clone().for_each(&mut take);
+                                let next: Vec<u32> = s.next.ones_in(range.clone()).collect();
+                                next.into_iter().for_each(&mut take);
                             }
                             if any > 0 {
                                 self.stats.dfvu_sources += any;

@@ -98,6 +98,34 @@ impl AtomicBitmap {
         assert_eq!(self.len, other.len);
         std::mem::swap(&mut self.words, &mut other.words);
     }
+    /// Sets every bit that is set in `other` (same length), a word at a time.
+    pub fn or_from(&self, other: &AtomicBitmap) {
+        assert_eq!(self.len, other.len);
+        self.words
+            .par_iter()
+            .zip(other.words.par_iter())
+            .for_each(|(w, o)| {
+                let x = o.load(Relaxed);
+                if x != 0 {
+                    w.fetch_or(x, Relaxed);
+                }
+            });
+    }
+    /// The set bits in `r`, ascending.
+    pub fn ones_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
+        let span = self.word_span(&r);
+        span.flat_map(move |i| {
+            let mut x = self.words[i].load(Relaxed) & range_mask(i, &r);
+            std::iter::from_fn(move || {
+                if x == 0 {
+                    return None;
+                }
+                let b = x.trailing_zeros();
+                x &= x - 1;
+                Some((i as u32) * 64 + b)
+            })
+        })
+    }
     /// The set bits, ascending.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
         self.words.iter().enumerate().flat_map(|(i, w)| {
@@ -155,5 +183,42 @@ mod tests {
         assert_eq!(c.count(), 200);
         c.clear(5);
         assert!(!c.get(5) && c.get(6));
+    }
+
+    #[test]
+    fn ones_in_and_or_from_match_bit_by_bit() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in [1usize, 63, 64, 65, 200, 1000] {
+            let (a, b) = (AtomicBitmap::new(len), AtomicBitmap::new(len));
+            for i in 0..len as u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(3) {
+                    a.set(i);
+                }
+                if x.is_multiple_of(5) {
+                    b.set(i);
+                }
+            }
+            for (lo, hi) in [
+                (0, len),
+                (0, 0),
+                (1, len),
+                (len / 3, len / 2),
+                (len - 1, len),
+            ] {
+                let (lo, hi) = (lo as u32, hi as u32);
+                let want: Vec<u32> = (lo..hi).filter(|&i| a.get(i)).collect();
+                assert_eq!(
+                    a.ones_in(lo..hi).collect::<Vec<_>>(),
+                    want,
+                    "{len} {lo}..{hi}"
+                );
+            }
+            let want: Vec<u32> = (0..len as u32).filter(|&i| a.get(i) || b.get(i)).collect();
+            a.or_from(&b);
+            assert_eq!(a.ones().collect::<Vec<_>>(), want, "{len}");
+        }
     }
 }
