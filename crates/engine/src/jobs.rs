@@ -255,6 +255,9 @@ struct Slot<'j> {
     stats: JobStats,
 }
 
+/// Threads of the loader's I/O pool: the reads kept in flight.
+pub const IO_THREADS: usize = 4;
+
 /// How many source runs ahead of the one being applied [`Task::for_each`] hints
 /// a source's state.
 pub const SOURCES_AHEAD: usize = 8;
@@ -403,10 +406,9 @@ impl<'s> JobsEngine<'s> {
         match &self.cfg.profile {
             Some(p) => (
                 p.seq_read_bw(),
-                // Queue depth 1: the engine keeps about one read per worker in flight.
-                p.random("read", 4096, 1)
-                    .map(|r| r.bytes_per_s)
-                    .or_else(|| p.random_read_bw(4096))
+                // 4 KiB reads at the loader's depth: one read in flight per I/O
+                // thread.
+                p.random_read_bw_at(4096, IO_THREADS as u64)
                     .unwrap_or(p.seq_read_bw() / 10.0),
             ),
             None => (500e6, 50e6),
@@ -492,7 +494,7 @@ impl<'s> JobsEngine<'s> {
         let io_block = self.cfg.io_block;
         // Reads in flight: a small pool of its own, apart from the compute threads.
         let io_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
+            .num_threads(IO_THREADS)
             .thread_name(|i| format!("outcore-jobs-io-{i}"))
             .build()
             .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;

@@ -140,6 +140,35 @@ impl DeviceProfile {
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
     }
 
+    /// Random read bandwidth for requests of `block` bytes (the nearest measured
+    /// size) with `depth` requests in flight: the measured depth's, or between two
+    /// measured depths interpolated linearly in log(bandwidth) over log(depth),
+    /// clamped to the shallowest and deepest measured.
+    pub fn random_read_bw_at(&self, block: u64, depth: u64) -> Option<f64> {
+        let reads = self.random.iter().filter(|r| r.op == "read");
+        let nearest = reads
+            .clone()
+            .map(|r| r.block_bytes)
+            .min_by_key(|b| b.abs_diff(block))?;
+        let mut pts: Vec<(u64, f64)> = reads
+            .filter(|r| r.block_bytes == nearest && r.depth > 0)
+            .map(|r| (r.depth, r.bytes_per_s))
+            .collect();
+        pts.sort_by_key(|p| p.0);
+        let depth = depth.max(1);
+        let (first, last) = (*pts.first()?, *pts.last()?);
+        if depth <= first.0 {
+            return Some(first.1);
+        }
+        if depth >= last.0 {
+            return Some(last.1);
+        }
+        let i = pts.iter().position(|p| p.0 >= depth)?;
+        let ((d0, b0), (d1, b1)) = (pts[i - 1], pts[i]);
+        let t = ((depth as f64).ln() - (d0 as f64).ln()) / ((d1 as f64).ln() - (d0 as f64).ln());
+        Some((b0.ln() + t * (b1.ln() - b0.ln())).exp())
+    }
+
     /// Writes the profile as pretty JSON, atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -599,6 +628,58 @@ mod tests {
         let e = DeviceProfile::load(&f).unwrap_err().to_string();
         assert!(e.contains("profile version 99"), "{e}");
         assert!(p.describe().contains("sequential read"));
+    }
+
+    #[test]
+    fn random_read_bandwidth_interpolates_between_measured_depths() {
+        let r = |op: &str, block: u64, depth: u64, bw: f64| RandomResult {
+            op: op.into(),
+            block_bytes: block,
+            depth,
+            requests: 1,
+            seconds: 1.0,
+            iops: bw / block as f64,
+            bytes_per_s: bw,
+            lat_mean_us: 1.0,
+            lat_p50_us: 1.0,
+            lat_p99_us: 1.0,
+        };
+        let seq = SeqResult {
+            request_bytes: 1,
+            bytes: 1,
+            seconds: 1.0,
+            bytes_per_s: 1e9,
+        };
+        let mut p = DeviceProfile {
+            version: PROFILE_VERSION,
+            dir: "/x".into(),
+            device: "x".into(),
+            measured_at: 0,
+            direct: true,
+            file_bytes: 1,
+            seq_read: seq.clone(),
+            seq_write: seq,
+            random: vec![
+                r("read", 4096, 1, 50e6),
+                r("read", 4096, 16, 200e6),
+                r("write", 4096, 4, 1e9),
+                r("read", 8192, 1, 90e6),
+            ],
+        };
+        let at = |p: &DeviceProfile, b, d| p.random_read_bw_at(b, d).unwrap();
+        // Measured depths exactly; clamped outside; geometric in between
+        // (depth 4 is halfway between 1 and 16 in log depth: sqrt(50 * 200)).
+        assert_eq!(at(&p, 4096, 1), 50e6);
+        assert_eq!(at(&p, 4096, 16), 200e6);
+        assert_eq!(at(&p, 4096, 0), 50e6);
+        assert_eq!(at(&p, 4096, 64), 200e6);
+        assert!((at(&p, 4096, 4) - 100e6).abs() < 1.0, "{}", at(&p, 4096, 4));
+        assert!(at(&p, 4096, 2) > 50e6 && at(&p, 4096, 2) < 100e6);
+        // The nearest measured size; writes never count.
+        assert_eq!(at(&p, 8000, 4), 90e6);
+        assert_eq!(at(&p, 5000, 4), at(&p, 4096, 4));
+        p.random.retain(|x| x.op == "write");
+        assert_eq!(p.random_read_bw_at(4096, 4), None);
     }
 
     #[test]
