@@ -404,21 +404,17 @@ impl Job for PageRank {
         }
     }
     fn task(&self, ctx: &JobCtx, t: &Task) -> u64 {
-        if !t.exclusive {
-            return t.for_each(
-                |u| self.ahead_source(u),
-                |d| self.ahead(d),
-                |u, d, w| self.edges(ctx, u, d, w),
-            );
-        }
-        // No other task adds to these targets meanwhile: a plain load and store
-        // (still through the atomic type, so there is no data race) instead of a
-        // compare-and-swap loop per edge.
         let sum = self.sum.atomic();
         t.for_each(
             |u| self.ahead_source(u),
             |d| self.ahead(d),
-            |u, dsts, _| {
+            |u, dsts, ws| {
+                if !t.exclusive {
+                    return self.edges(ctx, u, dsts, ws);
+                }
+                // No other task adds to these targets meanwhile: a plain load and
+                // store (still through the atomic type, so there is no data race)
+                // instead of a compare-and-swap loop per edge.
                 let share = self.contrib[u as usize];
                 for &v in dsts {
                     let x = &sum[v as usize];

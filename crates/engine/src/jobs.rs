@@ -694,8 +694,8 @@ impl<'s> JobsEngine<'s> {
                             if selective {
                                 u.active.iter().for_each(|&v| take(v));
                             } else {
-                                let next: Vec<u32> = s.next.ones_in(range.clone()).collect();
-                                next.into_iter().for_each(&mut take);
+                                // `take` clears only the bit just yielded.
+                                s.next.ones_in(range.clone()).for_each(&mut take);
                             }
                             if any > 0 {
                                 self.stats.dfvu_sources += any;

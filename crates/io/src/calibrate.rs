@@ -129,15 +129,19 @@ impl DeviceProfile {
     /// Best random read bandwidth measured for requests of `block` bytes (the cost
     /// models assume reads are issued with depth), falling back to the nearest size.
     pub fn random_read_bw(&self, block: u64) -> Option<f64> {
+        self.random_reads_nearest(block)?
+            .map(|r| r.bytes_per_s)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    }
+
+    /// The random read tests of the measured request size nearest to `block`.
+    fn random_reads_nearest(&self, block: u64) -> Option<impl Iterator<Item = &RandomResult>> {
         let reads = self.random.iter().filter(|r| r.op == "read");
         let nearest = reads
             .clone()
             .map(|r| r.block_bytes)
             .min_by_key(|b| b.abs_diff(block))?;
-        reads
-            .filter(|r| r.block_bytes == nearest)
-            .map(|r| r.bytes_per_s)
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+        Some(reads.filter(move |r| r.block_bytes == nearest))
     }
 
     /// Random read bandwidth for requests of `block` bytes (the nearest measured
@@ -145,13 +149,9 @@ impl DeviceProfile {
     /// measured depths interpolated linearly in log(bandwidth) over log(depth),
     /// clamped to the shallowest and deepest measured.
     pub fn random_read_bw_at(&self, block: u64, depth: u64) -> Option<f64> {
-        let reads = self.random.iter().filter(|r| r.op == "read");
-        let nearest = reads
-            .clone()
-            .map(|r| r.block_bytes)
-            .min_by_key(|b| b.abs_diff(block))?;
-        let mut pts: Vec<(u64, f64)> = reads
-            .filter(|r| r.block_bytes == nearest && r.depth > 0)
+        let mut pts: Vec<(u64, f64)> = self
+            .random_reads_nearest(block)?
+            .filter(|r| r.depth > 0)
             .map(|r| (r.depth, r.bytes_per_s))
             .collect();
         pts.sort_by_key(|p| p.0);

@@ -114,32 +114,27 @@ impl AtomicBitmap {
     /// The set bits in `r`, ascending.
     pub fn ones_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
         let span = self.word_span(&r);
-        span.flat_map(move |i| {
-            let mut x = self.words[i].load(Relaxed) & range_mask(i, &r);
-            std::iter::from_fn(move || {
-                if x == 0 {
-                    return None;
-                }
-                let b = x.trailing_zeros();
-                x &= x - 1;
-                Some((i as u32) * 64 + b)
-            })
-        })
+        span.flat_map(move |i| word_ones(i, self.words[i].load(Relaxed) & range_mask(i, &r)))
     }
     /// The set bits, ascending.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, w)| {
-            let mut x = w.load(Relaxed);
-            std::iter::from_fn(move || {
-                if x == 0 {
-                    return None;
-                }
-                let b = x.trailing_zeros();
-                x &= x - 1;
-                Some((i as u32) * 64 + b)
-            })
-        })
+        self.words
+            .iter()
+            .enumerate()
+            .flat_map(|(i, w)| word_ones(i, w.load(Relaxed)))
     }
+}
+
+/// The ids of the set bits of `x`, word `i` of a bitmap, ascending.
+fn word_ones(i: usize, mut x: u64) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        if x == 0 {
+            return None;
+        }
+        let b = x.trailing_zeros();
+        x &= x - 1;
+        Some((i as u32) * 64 + b)
+    })
 }
 
 fn range_mask(word: usize, r: &Range<u32>) -> u64 {

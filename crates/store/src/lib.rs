@@ -38,3 +38,13 @@ pub(crate) fn join_scoped<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
     h.join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
+
+/// Test inputs: one step of Knuth's MMIX linear congruential generator on `x`,
+/// returning the new state.
+#[cfg(test)]
+pub(crate) fn lcg(x: &mut u64) -> u64 {
+    *x = x
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *x
+}

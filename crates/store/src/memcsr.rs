@@ -1042,9 +1042,7 @@ mod tests {
             for range in [1u64, 7, 300, 70_000, 1 << 24, 1 << 32] {
                 let mut list: Vec<u32> = (0..len)
                     .map(|_| {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
+                        crate::lcg(&mut x);
                         ((x >> 16) % range) as u32
                     })
                     .collect();
@@ -1063,9 +1061,7 @@ mod tests {
             for interval in [1u64, 3, 16, 1000, 1 << 20] {
                 let mut list: Vec<u32> = (0..len)
                     .map(|_| {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
+                        crate::lcg(&mut x);
                         (x >> 40) as u32 % 5000
                     })
                     .collect();
@@ -1090,9 +1086,7 @@ mod tests {
     fn counting_sort_matches_a_comparison_sort() {
         let mut x = 7u64;
         let mut next = || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::lcg(&mut x);
             x >> 33
         };
         let n = 300usize;
@@ -1135,9 +1129,7 @@ mod tests {
         let mut x = 3u64;
         let recs: Vec<WEdge> = (0..20_000)
             .map(|_| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::lcg(&mut x);
                 WEdge {
                     u: (x >> 40) as u32 % 1000,
                     v: (x >> 20) as u32 % 1000,

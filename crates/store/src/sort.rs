@@ -884,9 +884,7 @@ mod tests {
         let mut x = 12345u64;
         let mut input = Vec::new();
         for _ in 0..50_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::lcg(&mut x);
             input.push(WEdge {
                 u: (x >> 50) as u32,
                 v: (x >> 20 & 1023) as u32,
@@ -918,9 +916,7 @@ mod tests {
         let mut x = 7u64;
         let input: Vec<WEdge> = (0..40_000)
             .map(|_| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::lcg(&mut x);
                 WEdge {
                     u: (x >> 52) as u32,
                     v: x as u32 & 1023,
@@ -1036,9 +1032,7 @@ mod tests {
         ] {
             let mut v: Vec<WEdge> = (0..len)
                 .map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::lcg(&mut x);
                     let u = if bits == 32 {
                         (x >> 32) as u32
                     } else {
