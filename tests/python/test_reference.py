@@ -245,7 +245,7 @@ def test_pagerank_matches_networkx(name, work):
 
 
 @pytest.mark.parametrize("name", ["ny", "lux", "facebook", "kron"])
-@pytest.mark.parametrize("mode", ["auto", "sequential", "selective"])
+@pytest.mark.parametrize("mode", ["auto", "sequential", "selective", "lists"])
 def test_jobs_match_scipy_and_networkx(name, mode, work):
     """A Het mix on one shared scan: each job against the independent libraries."""
     g, store = graph(name, work)

@@ -83,8 +83,12 @@ fn run_jobs(
     assert_eq!(st.iteration_bytes.iter().sum::<u64>(), st.bytes_read);
     assert!(st.jobs.iter().all(|j| j.finished));
     match mode {
-        IoMode::Sequential => assert_eq!(st.blocks_selective, 0),
-        IoMode::Selective => assert_eq!(st.blocks_whole, 0),
+        IoMode::Sequential => assert_eq!(st.blocks_selective + st.lists_loaded, 0),
+        IoMode::Selective => assert_eq!(st.blocks_whole + st.lists_loaded, 0),
+        IoMode::Lists => {
+            assert_eq!(st.blocks_whole + st.blocks_selective, 0);
+            assert!(st.lists_loaded > 0 && st.list_groups > 0);
+        }
         IoMode::Auto => {}
     }
     let runs = jobs
@@ -189,7 +193,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
         ),
         ("grid-und", GenKind::Grid { rows: 20, cols: 15 }, true),
     ];
-    let (mut auto_whole, mut auto_selective, mut dfvu_ahead) = (0, 0, 0);
+    let (mut auto_whole, mut auto_selective, mut auto_lists, mut dfvu_ahead) = (0, 0, 0, 0);
     let (mut exclusive, mut exclusive_none) = (0, 0);
     for (name, kind, undirected) in graphs {
         for p in [1u32, 4, 16] {
@@ -248,8 +252,10 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                     (IoMode::Auto, true),
                     (IoMode::Sequential, true),
                     (IoMode::Selective, true),
+                    (IoMode::Lists, true),
                     (IoMode::Auto, false),
                     (IoMode::Selective, false),
+                    (IoMode::Lists, false),
                 ] {
                     let (runs, st) = run_jobs(&store, specs, mode, dfvu);
                     dfvu_ahead += st.dfvu_sources;
@@ -264,6 +270,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                     if mode == IoMode::Auto {
                         auto_whole += st.blocks_whole;
                         auto_selective += st.blocks_selective;
+                        auto_lists += st.lists_loaded;
                     }
                     for (k, (run, s)) in runs.iter().zip(specs).enumerate() {
                         let ctx =
@@ -279,8 +286,8 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
     }
     // With that device the cost model chose each way somewhere.
     assert!(
-        auto_whole > 0 && auto_selective > 0,
-        "{auto_whole} whole, {auto_selective} selective"
+        auto_whole > 0 && auto_selective > 0 && auto_lists > 0,
+        "{auto_whole} whole, {auto_selective} selective, {auto_lists} lists"
     );
     assert!(dfvu_ahead > 0, "DFVU never ran ahead");
     // PageRank ran on whole sub-blocks with plain stores somewhere (and got the

@@ -30,8 +30,9 @@ pub struct JobsArgs {
     /// Worker threads shared by the jobs (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// auto (cost model, per iteration), sequential (whole sub-blocks) or selective
-    /// (only the active sources' runs).
+    /// auto (cost model, per iteration), sequential (whole sub-blocks), selective
+    /// (only the active sources' runs) or lists (the active sources' whole
+    /// out-edge lists, from the CSR).
     #[arg(long, default_value = "auto")]
     io_mode: IoMode,
     /// The I/O block size B of the cost model (GraphCP Algorithm 1).
@@ -224,13 +225,15 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         bail!("no jobs ran");
     }
     eprintln!(
-        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads; DFVU ran {} sources ahead), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
+        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads, {} lists in {} groups; DFVU ran {} sources ahead), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
         es.jobs.len(),
         secs,
         es.iterations,
         es.blocks_whole,
         es.blocks_selective,
         es.blocks_skipped,
+        es.lists_loaded,
+        es.list_groups,
         es.dfvu_sources,
         format_bytes(es.bytes_read),
         es.read_requests,

@@ -28,7 +28,7 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
     assert!(o.status.success(), "{}", err(&o));
     let out = dir.path().join("out");
     let stats = dir.path().join("stats.json");
-    for mode in ["auto", "sequential", "selective"] {
+    for mode in ["auto", "sequential", "selective", "lists"] {
         let o = run(&[
             "jobs",
             s(&store),
@@ -76,6 +76,10 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
         assert_eq!(j["jobs"][3]["iterations"], 4);
         assert!(j["shared"]["bytes_read"].as_u64().unwrap() > 0);
         assert!(j["shared"]["read_requests"].as_u64().unwrap() > 0);
+        if mode == "lists" {
+            assert!(j["shared"]["lists_loaded"].as_u64().unwrap() > 0);
+            assert_eq!(j["shared"]["blocks_whole"], 0);
+        }
     }
     for (spec, want) in [
         ("bfs:root=11", "root 11 is not a vertex"),

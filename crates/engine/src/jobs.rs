@@ -21,6 +21,17 @@
 //! bytes (m = 4, or 8 with weights), and each random run costs at least one 4 KiB
 //! page per sub-block it spans. Selective loads merge runs less than B apart into
 //! one request. `IoMode::Sequential` / `IoMode::Selective` force a mode (GraphCP-b1/-b2).
+//!
+//! Lists mode (not in the paper): a source's run in each of up to P sub-blocks costs
+//! a page each, so a sparse frontier still touches most of the grid (Kronecker
+//! scale 22 at P = 32: 12K active vertices of 4.2M need 458 MiB whole or about
+//! as much selectively). C_l prices reading each active source's whole list from
+//! the out-CSR instead ([`outcore_store::lists`]): the pages of requests that read
+//! at most B bytes at the 4 KiB random bandwidth at depth [`LIST_DEPTH`], larger
+//! requests at the sequential one; the cheapest of C_s, C_r and C_l wins.
+//! `IoMode::Lists` forces it. A lists unit holds whole lists, so DFVU applies to
+//! its sources as to a whole row's; its targets lie anywhere, so it never runs
+//! exclusive tasks.
 //! Several reads are in flight at once: a loader thread reads the sub-blocks of a row
 //! in parallel on a small I/O pool of its own, in groups that fit a third of the
 //! memory budget, one group ahead of the processing (I/O overlaps compute). Weights
@@ -60,6 +71,7 @@
 use crate::{EngineError, Result, AHEAD};
 use outcore_io::{DeviceProfile, IoSnapshot};
 use outcore_state::AtomicBitmap;
+use outcore_store::lists::{ListGroup, ListReader};
 use outcore_store::reader::{Block, RawBlock};
 use outcore_store::Store;
 use rayon::prelude::*;
@@ -76,6 +88,9 @@ pub enum IoMode {
     Sequential,
     /// Always read only the active sources' runs (GraphCP-b2).
     Selective,
+    /// Always read the active sources' whole out-edge lists from the out-CSR
+    /// ([`outcore_store::lists`]; not in the paper).
+    Lists,
 }
 
 impl std::str::FromStr for IoMode {
@@ -85,8 +100,9 @@ impl std::str::FromStr for IoMode {
             "auto" => Ok(IoMode::Auto),
             "sequential" => Ok(IoMode::Sequential),
             "selective" => Ok(IoMode::Selective),
+            "lists" => Ok(IoMode::Lists),
             _ => Err(format!(
-                "unknown io mode {s:?} (auto, sequential or selective)"
+                "unknown io mode {s:?} (auto, sequential, selective or lists)"
             )),
         }
     }
@@ -202,7 +218,11 @@ pub struct JobsStats {
     pub blocks_whole: u64,
     pub blocks_selective: u64,
     pub blocks_skipped: u64,
-    /// The mode chosen in each iteration ("sequential" or "selective"), and each
+    /// Sources whose whole out-edge lists were read from the CSR (lists mode).
+    pub lists_loaded: u64,
+    /// Requests of the lists mode (a group of lists in adjacent pages is one).
+    pub list_groups: u64,
+    /// The mode chosen in each iteration ("sequential", "selective" or "lists"), and each
     /// iteration's seconds and bytes read (to compare modes iteration by iteration).
     pub modes: Vec<String>,
     pub iteration_seconds: Vec<f64>,
@@ -231,6 +251,55 @@ pub trait JobsObserver: Send {
     fn iteration(&mut self, iteration: u64, jobs: &[JobStats]);
 }
 
+/// How one iteration loads its edges (the resolved [`IoMode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Load {
+    Whole,
+    Runs,
+    Lists,
+}
+
+impl Load {
+    fn name(self) -> &'static str {
+        match self {
+            Load::Whole => "sequential",
+            Load::Runs => "selective",
+            Load::Lists => "lists",
+        }
+    }
+}
+
+/// The blocks of a lists unit's requests, in order, with runs of small ones
+/// joined into blocks of at least [`TASK_EDGES`] edges (a block is at least one
+/// task per job).
+fn batch(blocks: Vec<Block>) -> Vec<Loaded> {
+    let mut out: Vec<Loaded> = Vec::new();
+    let mut cur: Option<Block> = None;
+    for b in blocks {
+        if b.dsts.len() >= TASK_EDGES {
+            out.push(Loaded::Selective(b));
+            continue;
+        }
+        match &mut cur {
+            None => cur = Some(b),
+            Some(c) => {
+                let base = c.dsts.len() as u32;
+                c.srcs.extend_from_slice(&b.srcs);
+                c.offs.extend(b.offs[1..].iter().map(|&o| base + o));
+                c.dsts.extend_from_slice(&b.dsts);
+                if let (Some(w), Some(bw)) = (&mut c.weights, &b.weights) {
+                    w.extend_from_slice(bw);
+                }
+            }
+        }
+        if cur.as_ref().is_some_and(|c| c.dsts.len() >= TASK_EDGES) {
+            out.extend(cur.take().map(Loaded::Selective));
+        }
+    }
+    out.extend(cur.map(Loaded::Selective));
+    out
+}
+
 enum Loaded {
     Whole(RawBlock),
     Selective(Block),
@@ -255,8 +324,16 @@ struct Slot<'j> {
     stats: JobStats,
 }
 
+/// Edges of a task (the last source run may take it past this).
+const TASK_EDGES: usize = 16384;
+
 /// Threads of the loader's I/O pool: the reads kept in flight.
 pub const IO_THREADS: usize = 4;
+
+/// Reads in flight in lists mode: its requests are small and random, and the
+/// device serves more of those at once (the calibrated 4 KiB random bandwidth at
+/// depth 16 is about twice that at depth 4 on the development VM).
+pub const LIST_DEPTH: usize = 16;
 
 /// How many source runs ahead of the one being applied [`Task::for_each`] hints
 /// a source's state.
@@ -313,20 +390,21 @@ impl Task<'_> {
     }
 }
 
-/// Runs the edge functions of jobs `ks` over the loaded sub-blocks (one row's, so
-/// of distinct column intervals), for the sources `pick(job)` = (bitmap, base)
-/// selects, as tasks of about 16K edges per job (one per sub-block for a job that
-/// asks for [`Job::exclusive_targets`], when there are at least two sub-blocks per
-/// thread): rayon's work stealing shares the threads among jobs in proportion to
-/// their active edges. Returns the edges each job processed, and how many tasks
-/// were exclusive.
+/// Runs the edge functions of jobs `ks` over the loaded blocks, for the sources
+/// `pick(job)` = (bitmap, base) selects, as tasks of about 16K edges per job:
+/// rayon's work stealing shares the threads among jobs in proportion to their
+/// active edges. When `distinct_targets` (the blocks are one grid row's sub-blocks,
+/// so of distinct column intervals) and there are at least two blocks per thread, a
+/// job that asks for [`Job::exclusive_targets`] gets one task per block instead.
+/// Returns the edges each job processed, and how many tasks were exclusive.
 fn process<'b>(
     slots: &[Slot],
     ks: &[usize],
     loaded: &[Loaded],
+    distinct_targets: bool,
     pick: &(dyn Fn(usize) -> Option<(&'b AtomicBitmap, u32)> + Sync),
 ) -> (Vec<(usize, u64)>, u64) {
-    let whole_blocks = loaded.len() >= 2 * rayon::current_num_threads();
+    let whole_blocks = distinct_targets && loaded.len() >= 2 * rayon::current_num_threads();
     let mut tasks: Vec<(usize, usize, usize, usize, bool)> = Vec::new();
     for (li, l) in loaded.iter().enumerate() {
         let (srcs, offs, _, _) = l.parts();
@@ -335,7 +413,7 @@ fn process<'b>(
             let mut a = 0;
             while a < srcs.len() {
                 let mut b = a + 1;
-                while b < srcs.len() && (exclusive || (offs[b] - offs[a]) < 16384) {
+                while b < srcs.len() && (exclusive || ((offs[b] - offs[a]) as usize) < TASK_EDGES) {
                     b += 1;
                 }
                 tasks.push((li, k, a, b, exclusive));
@@ -402,16 +480,18 @@ impl<'s> JobsEngine<'s> {
         &self.stats
     }
 
-    fn bandwidths(&self) -> (f64, f64) {
+    /// Sequential, random 4 KiB at the loader's depth (one read in flight per I/O
+    /// thread) and random 4 KiB at the lists mode's depth, bytes per second.
+    fn bandwidths(&self) -> (f64, f64, f64) {
         match &self.cfg.profile {
-            Some(p) => (
-                p.seq_read_bw(),
-                // 4 KiB reads at the loader's depth: one read in flight per I/O
-                // thread.
-                p.random_read_bw_at(4096, IO_THREADS as u64)
-                    .unwrap_or(p.seq_read_bw() / 10.0),
-            ),
-            None => (500e6, 50e6),
+            Some(p) => {
+                let at = |depth: usize| {
+                    p.random_read_bw_at(4096, depth as u64)
+                        .unwrap_or(p.seq_read_bw() / 10.0)
+                };
+                (p.seq_read_bw(), at(IO_THREADS), at(LIST_DEPTH))
+            }
+            None => (500e6, 50e6, 50e6),
         }
     }
 
@@ -471,6 +551,7 @@ impl<'s> JobsEngine<'s> {
         let n = self.store.vertices() as usize;
         let p = self.store.partitions();
         let grid = self.store.grid()?;
+        let lists = ListReader::open(self.store, &self.degrees)?;
         let io = self.store.stats().clone();
         let weighted_any = jobs.iter().any(|j| j.weighted());
         // Bytes per stored edge: a packed local id (store format 2), plus a weight.
@@ -490,12 +571,17 @@ impl<'s> JobsEngine<'s> {
                 }
             })
             .collect();
-        let (bw_seq, bw_ran) = self.bandwidths();
+        let (bw_seq, bw_ran, bw_list) = self.bandwidths();
         let io_block = self.cfg.io_block;
         // Reads in flight: a small pool of its own, apart from the compute threads.
         let io_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(IO_THREADS)
             .thread_name(|i| format!("outcore-jobs-io-{i}"))
+            .build()
+            .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;
+        let list_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(LIST_DEPTH)
+            .thread_name(|i| format!("outcore-jobs-lists-{i}"))
             .build()
             .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;
         let start_io: IoSnapshot = io.snapshot();
@@ -534,35 +620,125 @@ impl<'s> JobsEngine<'s> {
                     index_blocks += (grid.entry(r, c).edges > 0) as u64;
                 }
             }
-            let selective = match self.cfg.io_mode {
-                IoMode::Sequential => false,
-                IoMode::Selective => true,
+            // Lists mode reads a list's targets and, with weights, as many weight
+            // bytes, from the CSR's two files.
+            let list_files = if with_weights { 2 } else { 1 };
+            let list_cost = |plan: &[ListGroup]| {
+                let (mut seq, mut ran) = (0u64, 0u64);
+                for g in plan {
+                    if 4 * (g.b - g.a) > io_block {
+                        seq += g.pages();
+                    } else {
+                        ran += g.pages();
+                    }
+                }
+                (list_files * seq * 4096) as f64 / bw_seq
+                    + (list_files * ran * 4096) as f64 / bw_list
+            };
+            let mut plan: Option<Vec<ListGroup>> = None;
+            let load = match self.cfg.io_mode {
+                IoMode::Sequential => Load::Whole,
+                IoMode::Selective => Load::Runs,
+                IoMode::Lists => Load::Lists,
                 IoMode::Auto => {
                     let (s_seq, s_ran) = self.alg1(&active, edge_bytes);
                     let c_s = c_s_bytes as f64 / bw_seq;
                     // Each needed sub-block's index is one more small request.
                     let c_r = (index_bytes as f64 + s_seq) / bw_seq
                         + (s_ran + 4096.0 * index_blocks as f64) / bw_ran;
-                    c_r <= c_s
+                    let best = c_s.min(c_r);
+                    // The lists' bytes alone, at the sequential bandwidth, bound
+                    // their cost from below: plan them only when that may win.
+                    let list_edges: u64 = active
+                        .iter()
+                        .map(|&v| self.degrees[v as usize] as u64)
+                        .sum();
+                    let c_l = if (4 * list_files * list_edges) as f64 / bw_seq < best {
+                        list_cost(plan.insert(lists.plan(&active)))
+                    } else {
+                        f64::INFINITY
+                    };
+                    if c_l < best {
+                        Load::Lists
+                    } else if c_r <= c_s {
+                        Load::Runs
+                    } else {
+                        Load::Whole
+                    }
                 }
             };
-            self.stats
-                .modes
-                .push(if selective { "selective" } else { "sequential" }.into());
-            self.stats.blocks_skipped += (p - rows.len() as u32) as u64 * p as u64;
+            let selective = load == Load::Runs;
+            self.stats.modes.push(load.name().into());
+            if load != Load::Lists {
+                self.stats.blocks_skipped += (p - rows.len() as u32) as u64 * p as u64;
+            }
             // The iteration's units: groups of one row's non-empty sub-blocks that fit
             // a third of the budget (one being processed, one waiting, one being
             // read). Weights are read only for rows where a weighted job is active.
+            // A unit of lists mode has no row or columns but the requests `groups`
+            // over its `active` vertices.
             struct Unit {
                 row: u32,
                 cols: Vec<u32>,
-                whole_row: bool,
+                groups: Vec<ListGroup>,
+                /// The vertices whose edges the unit may hold.
+                range: std::ops::Range<u32>,
+                /// Every loaded source's edges are all in the unit (for DFVU).
+                complete: bool,
                 weights: bool,
                 jobs: Vec<usize>,
                 active: Vec<u32>,
             }
             let mut units: Vec<Unit> = Vec::new();
-            for &r in &rows {
+            if load == Load::Lists {
+                // Groups of requests whose lists (targets, weights, 8 bytes a
+                // source) fit a third of the budget left beside the read buffers
+                // of the requests in flight (two of up to GROUP_EDGES words each).
+                let plan = plan.unwrap_or_else(|| lists.plan(&active));
+                let buffers = (LIST_DEPTH as u64) * 2 * 4 * outcore_store::lists::GROUP_EDGES;
+                let unit_bytes = self.cfg.memory.saturating_sub(buffers) / 3;
+                let group_bytes =
+                    |g: &ListGroup| 4 * list_files * (g.b - g.a) + 8 * (g.last - g.first) as u64;
+                let mut g = 0;
+                while g < plan.len() {
+                    let mut h = g;
+                    let mut bytes = 0;
+                    while h < plan.len() && (h == g || bytes + group_bytes(&plan[h]) <= unit_bytes)
+                    {
+                        bytes += group_bytes(&plan[h]);
+                        h += 1;
+                    }
+                    let (first, last) = (plan[g].first, plan[h - 1].last);
+                    let vs = active[first..last].to_vec();
+                    let range = vs[0]..vs[vs.len() - 1] + 1;
+                    let jobs_here: Vec<usize> = live
+                        .iter()
+                        .copied()
+                        .filter(|&k| slots[k].active.any_in(range.clone()))
+                        .collect();
+                    let weights =
+                        self.store.weighted() && jobs_here.iter().any(|&k| slots[k].job.weighted());
+                    units.push(Unit {
+                        row: 0,
+                        cols: Vec::new(),
+                        groups: plan[g..h]
+                            .iter()
+                            .map(|x| ListGroup {
+                                first: x.first - first,
+                                last: x.last - first,
+                                ..*x
+                            })
+                            .collect(),
+                        range,
+                        complete: true,
+                        weights,
+                        jobs: jobs_here,
+                        active: vs,
+                    });
+                    g = h;
+                }
+            }
+            for &r in rows.iter().filter(|_| load != Load::Lists) {
                 let range = self.store.interval(r);
                 let row_active: Vec<u32> = {
                     let a = active.partition_point(|&v| v < range.start);
@@ -593,7 +769,9 @@ impl<'s> JobsEngine<'s> {
                     units.push(Unit {
                         row: r,
                         cols: cols[g..h].to_vec(),
-                        whole_row: g == 0 && h == cols.len(),
+                        groups: Vec::new(),
+                        range: range.clone(),
+                        complete: g == 0 && h == cols.len(),
                         weights,
                         jobs: jobs_here.clone(),
                         active: row_active.clone(),
@@ -604,29 +782,44 @@ impl<'s> JobsEngine<'s> {
             // A loader thread reads the units in order, several reads in flight on
             // its own small pool, while this thread processes the previous unit.
             let grid_ref = &grid;
+            let lists_ref = &lists;
             let units_ref = &units;
             let io_pool = &io_pool;
+            let list_pool = &list_pool;
             std::thread::scope(|scope| -> Result<()> {
                 let (tx, rx) = std::sync::mpsc::sync_channel::<(Result<Vec<Loaded>>, f64)>(1);
                 scope.spawn(move || {
                     for u in units_ref {
                         let t = Instant::now();
-                        let loaded = io_pool.install(|| {
-                            u.cols
-                                .par_iter()
-                                .map(|&c| -> Result<Loaded> {
-                                    if selective {
-                                        Ok(Loaded::Selective(grid_ref.read_sources_merged(
-                                            u.row, c, &u.active, u.weights, io_block,
-                                        )?))
-                                    } else {
-                                        let mut b = RawBlock::default();
-                                        grid_ref.read_block_into(u.row, c, u.weights, &mut b)?;
-                                        Ok(Loaded::Whole(b))
-                                    }
+                        let loaded = if load == Load::Lists {
+                            list_pool
+                                .install(|| {
+                                    u.groups
+                                        .par_iter()
+                                        .map(|g| lists_ref.read(&u.active, g, u.weights))
+                                        .collect::<std::result::Result<Vec<Block>, _>>()
                                 })
-                                .collect::<Result<Vec<_>>>()
-                        });
+                                .map(batch)
+                                .map_err(EngineError::from)
+                        } else {
+                            io_pool.install(|| {
+                                u.cols
+                                    .par_iter()
+                                    .map(|&c| -> Result<Loaded> {
+                                        if selective {
+                                            Ok(Loaded::Selective(grid_ref.read_sources_merged(
+                                                u.row, c, &u.active, u.weights, io_block,
+                                            )?))
+                                        } else {
+                                            let mut b = RawBlock::default();
+                                            grid_ref
+                                                .read_block_into(u.row, c, u.weights, &mut b)?;
+                                            Ok(Loaded::Whole(b))
+                                        }
+                                    })
+                                    .collect::<Result<Vec<_>>>()
+                            })
+                        };
                         let failed = loaded.is_err();
                         if tx.send((loaded, t.elapsed().as_secs_f64())).is_err() || failed {
                             return;
@@ -641,15 +834,21 @@ impl<'s> JobsEngine<'s> {
                     let loaded = loaded?;
                     self.stats.io_seconds += io_secs;
                     self.stats.io_wait_seconds += t.elapsed().as_secs_f64();
-                    if selective {
-                        self.stats.blocks_selective += loaded.len() as u64;
-                    } else {
-                        self.stats.blocks_whole += loaded.len() as u64;
+                    match load {
+                        Load::Whole => self.stats.blocks_whole += loaded.len() as u64,
+                        Load::Runs => self.stats.blocks_selective += loaded.len() as u64,
+                        Load::Lists => {
+                            self.stats.list_groups += u.groups.len() as u64;
+                            self.stats.lists_loaded +=
+                                loaded.iter().map(|l| l.parts().0.len() as u64).sum::<u64>();
+                        }
                     }
                     let t = Instant::now();
-                    let range = self.store.interval(u.row);
-                    let (edges, exclusive) =
-                        process(&slots, &u.jobs, &loaded, &|k| Some((&slots[k].active, 0)));
+                    let range = u.range.clone();
+                    let distinct = load != Load::Lists;
+                    let (edges, exclusive) = process(&slots, &u.jobs, &loaded, distinct, &|k| {
+                        Some((&slots[k].active, 0))
+                    });
                     for (k, e) in edges {
                         slots[k].stats.edges_processed += e;
                     }
@@ -660,11 +859,12 @@ impl<'s> JobsEngine<'s> {
                     // interval that this iteration already activated push their new
                     // values now and leave the next frontier — all their out-edges
                     // are in this row. Selective loads hold only the shared active
-                    // sources' runs, so only those qualify. A weighted job needs the
-                    // weights, which a row read without them does not have.
-                    // Up to `dfvu_rounds` rounds while the row is in memory: each
-                    // round takes what the previous one activated.
-                    let rounds = if self.cfg.dfvu && u.whole_row {
+                    // sources' runs, so only those qualify (in lists mode, their
+                    // whole lists). A weighted job needs the weights, which a unit
+                    // read without them does not have. Up to `dfvu_rounds` rounds
+                    // while the unit is in memory: each round takes what the
+                    // previous one activated.
+                    let rounds = if self.cfg.dfvu && u.complete {
                         self.cfg.dfvu_rounds
                     } else {
                         0
@@ -691,7 +891,7 @@ impl<'s> JobsEngine<'s> {
                                     any += 1;
                                 }
                             };
-                            if selective {
+                            if load != Load::Whole {
                                 u.active.iter().for_each(|&v| take(v));
                             } else {
                                 // `take` clears only the bit just yielded.
@@ -707,7 +907,7 @@ impl<'s> JobsEngine<'s> {
                             break;
                         }
                         let pick = |k: usize| ahead[k].as_ref().map(|f| (f, base));
-                        let (edges, exclusive) = process(&slots, &ks, &loaded, &pick);
+                        let (edges, exclusive) = process(&slots, &ks, &loaded, distinct, &pick);
                         for (k, e) in edges {
                             slots[k].stats.edges_processed += e;
                             self.stats.dfvu_edges += e;

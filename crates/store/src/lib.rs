@@ -19,6 +19,7 @@ pub mod error;
 pub mod format;
 pub mod info;
 pub mod ingest;
+pub mod lists;
 pub mod manifest;
 mod memcsr;
 pub mod order;
