@@ -32,10 +32,13 @@
 //! `IoMode::Lists` forces it. A lists unit holds whole lists, so DFVU applies to
 //! its sources as to a whole row's; its targets lie anywhere, so it never runs
 //! exclusive tasks.
+//!
 //! Several reads are in flight at once: a loader thread reads the sub-blocks of a row
-//! in parallel on a small I/O pool of its own, in groups that fit a third of the
-//! memory budget, one group ahead of the processing (I/O overlaps compute). Weights
-//! are read only for rows where a job that needs them is active.
+//! in parallel on a small I/O pool of its own, in groups that fit half the memory
+//! budget, one group ahead of the processing (I/O overlaps compute): it hands a
+//! group over only when processing takes it (a rendezvous channel), so at most two
+//! groups are in memory — the one being processed and the one read. Weights are
+//! read only for rows where a job that needs them is active.
 //!
 //! Scheduling (§3.3.3): a loaded sub-block becomes tasks of about 16K edges per job
 //! with active sources in it; rayon's work stealing runs them, so each job gets
@@ -57,7 +60,7 @@
 //! column-order condition (i <= j) becomes "the row is in memory" in our row-major
 //! order. Only jobs whose fixpoint does not depend on the timing of relaxations take
 //! part (bfs, sssp, label propagation); PageRank stays exactly BSP. `dfvu: false`
-//! turns it off. Rows larger than a third of the budget are loaded in groups and get
+//! turns it off. Rows larger than half the budget are loaded in groups and get
 //! no DFVU. `dfvu_rounds` > 1 repeats the look-ahead on the row while it activates
 //! sources of its own interval — CLIP-style re-entry for the min-monotone jobs; on
 //! the NY road network 8 rounds cut a 4-job bfs/sssp mix from 2.58 GiB to 590 MiB
@@ -673,8 +676,8 @@ impl<'s> JobsEngine<'s> {
                 self.stats.blocks_skipped += (p - rows.len() as u32) as u64 * p as u64;
             }
             // The iteration's units: groups of one row's non-empty sub-blocks that fit
-            // a third of the budget (one being processed, one waiting, one being
-            // read). Weights are read only for rows where a weighted job is active.
+            // half the budget (one being processed, one read and handed over only
+            // when processing takes it). Weights are read only for rows where a weighted job is active.
             // A unit of lists mode has no row or columns but the requests `groups`
             // over its `active` vertices.
             struct Unit {
@@ -692,11 +695,11 @@ impl<'s> JobsEngine<'s> {
             let mut units: Vec<Unit> = Vec::new();
             if load == Load::Lists {
                 // Groups of requests whose lists (targets, weights, 8 bytes a
-                // source) fit a third of the budget left beside the read buffers
+                // source) fit half the budget left beside the read buffers
                 // of the requests in flight (two of up to GROUP_EDGES words each).
                 let plan = plan.unwrap_or_else(|| lists.plan(&active));
                 let buffers = (LIST_DEPTH as u64) * 2 * 4 * outcore_store::lists::GROUP_EDGES;
-                let unit_bytes = self.cfg.memory.saturating_sub(buffers) / 3;
+                let unit_bytes = self.cfg.memory.saturating_sub(buffers) / 2;
                 let group_bytes =
                     |g: &ListGroup| 4 * list_files * (g.b - g.a) + 8 * (g.last - g.first) as u64;
                 let mut g = 0;
@@ -761,7 +764,7 @@ impl<'s> JobsEngine<'s> {
                     while h < cols.len()
                         && (h == g
                             || bytes + grid.block_memory_bytes(r, cols[h], weights)
-                                <= self.cfg.memory / 3)
+                                <= self.cfg.memory / 2)
                     {
                         bytes += grid.block_memory_bytes(r, cols[h], weights);
                         h += 1;
@@ -787,7 +790,7 @@ impl<'s> JobsEngine<'s> {
             let io_pool = &io_pool;
             let list_pool = &list_pool;
             std::thread::scope(|scope| -> Result<()> {
-                let (tx, rx) = std::sync::mpsc::sync_channel::<(Result<Vec<Loaded>>, f64)>(1);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<(Result<Vec<Loaded>>, f64)>(0);
                 scope.spawn(move || {
                     for u in units_ref {
                         let t = Instant::now();
