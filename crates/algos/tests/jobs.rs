@@ -103,6 +103,7 @@ fn run_jobs(
 /// selective loading pays off when few sources are active even on small graphs.
 fn fast_random_device() -> DeviceProfile {
     let seq = SeqResult {
+        streams: 1,
         request_bytes: 4 << 20,
         bytes: 1 << 30,
         seconds: 1.0,
@@ -116,6 +117,7 @@ fn fast_random_device() -> DeviceProfile {
         direct: true,
         file_bytes: 1 << 30,
         seq_read: seq.clone(),
+        seq_read_parallel: None,
         seq_write: seq,
         random: vec![RandomResult {
             op: "read".into(),

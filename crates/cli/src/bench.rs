@@ -20,8 +20,8 @@ pub struct CalibrateArgs {
     json: bool,
     /// Save the profile (default place: $OUTCORE_DEVICE_PROFILE, else
     /// ~/.config/outcore/device.json), where the benchmarks and cost models find it.
-    #[arg(long, num_args = 0..=1, default_missing_value = "")]
-    save: Option<PathBuf>,
+    #[arg(long, num_args = 0..=1, value_name = "PATH")]
+    save: Option<Option<PathBuf>>,
     /// Size of the test file.
     #[arg(long, default_value = "1G", value_parser = parse_size)]
     size: u64,
@@ -31,6 +31,10 @@ pub struct CalibrateArgs {
     /// Queue depths of the random tests (threads with one request each).
     #[arg(long, value_delimiter = ',', default_value = "1,16")]
     depths: Vec<usize>,
+    /// Streams of the parallel sequential read test (the jobs engine's loader
+    /// reads 4 blocks at once); 1 skips it.
+    #[arg(long, default_value_t = 4)]
+    streams: usize,
 }
 
 #[derive(Args)]
@@ -113,6 +117,7 @@ pub fn cmd_calibrate(a: CalibrateArgs) -> Result<()> {
         size: a.size,
         duration: Duration::from_secs_f64(a.duration),
         depths: a.depths.clone(),
+        seq_streams: a.streams,
         ..CalibrateOptions::default()
     };
     let bar = ProgressBar::new_spinner();
@@ -133,11 +138,10 @@ pub fn cmd_calibrate(a: CalibrateArgs) -> Result<()> {
         );
     }
     if let Some(path) = a.save {
-        let path = if path.as_os_str().is_empty() {
-            DeviceProfile::default_path()
-                .context("no default profile path (set HOME or OUTCORE_DEVICE_PROFILE)")?
-        } else {
-            path
+        let path = match path {
+            Some(p) => p,
+            None => DeviceProfile::default_path()
+                .context("no default profile path (set HOME or OUTCORE_DEVICE_PROFILE)")?,
         };
         p.save(&path)?;
         eprintln!("calibrate: profile saved to {}", path.display());

@@ -33,9 +33,26 @@ fn calibrate_measures_saves_and_cleans_up() {
     assert_eq!(j["file_bytes"], 8 << 20);
     assert!(j["seq_read"]["bytes_per_s"].as_f64().unwrap() > 0.0);
     assert_eq!(j["random"].as_array().unwrap().len(), 2 * 2 * 2);
+    // The parallel sequential read, 4 streams by default.
+    assert_eq!(j["seq_read_parallel"]["streams"], 4);
+    assert!(j["seq_read_parallel"]["bytes"].as_u64().unwrap() >= 8 << 20);
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
     assert_eq!(saved, j);
+    // `--save` with no path saves to the default place ($OUTCORE_DEVICE_PROFILE),
+    // and `--streams 1` skips the parallel test.
+    let default = dir.path().join("default/device.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_outcore"))
+        .args(["calibrate", s(&data), "--size", "8M", "--duration", "0.05"])
+        .args(["--depths", "1", "--streams", "1", "--save"])
+        .env("OUTCORE_DEVICE_PROFILE", &default)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("profile saved to"), "{}", err(&o));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&default).unwrap()).unwrap();
+    assert!(saved.get("seq_read_parallel").is_none(), "{saved}");
     assert_eq!(
         std::fs::read_dir(&data).unwrap().count(),
         0,

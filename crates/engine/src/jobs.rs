@@ -483,8 +483,10 @@ impl<'s> JobsEngine<'s> {
         &self.stats
     }
 
-    /// Sequential, random 4 KiB at the loader's depth (one read in flight per I/O
-    /// thread) and random 4 KiB at the lists mode's depth, bytes per second.
+    /// Sequential with the loader's streams (its I/O threads read that many blocks
+    /// at once; the single-stream figure where the profile has no parallel test),
+    /// random 4 KiB at the loader's depth (one read in flight per I/O thread) and
+    /// random 4 KiB at the lists mode's depth, bytes per second.
     fn bandwidths(&self) -> (f64, f64, f64) {
         match &self.cfg.profile {
             Some(p) => {
@@ -492,7 +494,11 @@ impl<'s> JobsEngine<'s> {
                     p.random_read_bw_at(4096, depth as u64)
                         .unwrap_or(p.seq_read_bw() / 10.0)
                 };
-                (p.seq_read_bw(), at(IO_THREADS), at(LIST_DEPTH))
+                (
+                    p.seq_read_bw_at(IO_THREADS as u64),
+                    at(IO_THREADS),
+                    at(LIST_DEPTH),
+                )
             }
             None => (500e6, 50e6, 50e6),
         }

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Version of the saved profile's JSON layout.
@@ -51,6 +52,9 @@ pub struct CalibrateOptions {
     pub random_blocks: Vec<usize>,
     /// Queue depths of the random tests (default 1 and 16).
     pub depths: Vec<usize>,
+    /// Streams of the parallel sequential read test (default 4: the concurrent-jobs
+    /// engine's loader reads that many blocks at once); 0 or 1 skips it.
+    pub seq_streams: usize,
     /// Seed of the random offsets.
     pub seed: u64,
 }
@@ -63,6 +67,7 @@ impl Default for CalibrateOptions {
             seq_request: 4 << 20,
             random_blocks: vec![4096, 8192],
             depths: vec![1, 16],
+            seq_streams: 4,
             seed: 0x6f75_7463_6f72_6531,
         }
     }
@@ -71,10 +76,19 @@ impl Default for CalibrateOptions {
 /// One sequential test.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeqResult {
+    /// Threads reading at once, each taking the next request of one shared
+    /// sequential cursor (1 for the single-stream tests; profiles written before
+    /// the parallel test existed say nothing and mean 1).
+    #[serde(default = "one")]
+    pub streams: u64,
     pub request_bytes: u64,
     pub bytes: u64,
     pub seconds: f64,
     pub bytes_per_s: f64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// One random test: one operation, request size and queue depth.
@@ -107,6 +121,9 @@ pub struct DeviceProfile {
     pub direct: bool,
     pub file_bytes: u64,
     pub seq_read: SeqResult,
+    /// Sequential read by several streams at once (absent in older profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_read_parallel: Option<SeqResult>,
     pub seq_write: SeqResult,
     pub random: Vec<RandomResult>,
 }
@@ -115,6 +132,15 @@ impl DeviceProfile {
     /// Calibrated sequential read bandwidth, bytes per second.
     pub fn seq_read_bw(&self) -> f64 {
         self.seq_read.bytes_per_s
+    }
+    /// Sequential read bandwidth with `streams` reads in flight: the parallel test's
+    /// when at least its streams are asked for (and it was measured), else the
+    /// single stream's.
+    pub fn seq_read_bw_at(&self, streams: u64) -> f64 {
+        match &self.seq_read_parallel {
+            Some(p) if streams >= p.streams => p.bytes_per_s,
+            _ => self.seq_read.bytes_per_s,
+        }
     }
     /// Calibrated sequential write bandwidth, bytes per second.
     pub fn seq_write_bw(&self) -> f64 {
@@ -242,6 +268,14 @@ impl DeviceProfile {
             mb(self.seq_write.bytes_per_s),
             self.seq_write.request_bytes >> 10,
         );
+        if let Some(p) = &self.seq_read_parallel {
+            s += &format!(
+                "  sequential read   {:>9.1} MB/s  ({} KiB requests, {} streams)\n",
+                mb(p.bytes_per_s),
+                p.request_bytes >> 10,
+                p.streams
+            );
+        }
         for r in &self.random {
             s += &format!(
                 "  random {:<5} {:>2} KiB qd{:<3} {:>9.1} MB/s {:>9.0} IOPS  lat mean {:>8.1} us  p50 {:>8.1} us  p99 {:>8.1} us\n",
@@ -408,6 +442,7 @@ pub fn calibrate(
         .map_err(|e| io_err(&path, "fdatasync", e))?;
     let secs = start.elapsed().as_secs_f64();
     let seq_write = SeqResult {
+        streams: 1,
         request_bytes: opts.seq_request as u64,
         bytes: size,
         seconds: secs,
@@ -435,12 +470,24 @@ pub fn calibrate(
     }
     let secs = start.elapsed().as_secs_f64();
     let seq_read = SeqResult {
+        streams: 1,
         request_bytes: opts.seq_request as u64,
         bytes,
         seconds: secs,
         bytes_per_s: bytes as f64 / secs,
     };
     drop(buf);
+
+    // Sequential read by several streams sharing one cursor.
+    let seq_read_parallel = if opts.seq_streams > 1 {
+        progress(&format!("sequential read, {} streams", opts.seq_streams));
+        if !direct {
+            evict(&file);
+        }
+        Some(parallel_read(&file, &path, opts, size)?)
+    } else {
+        None
+    };
 
     let mut random = Vec::new();
     for op in ["read", "write"] {
@@ -471,8 +518,55 @@ pub fn calibrate(
         direct,
         file_bytes: size,
         seq_read,
+        seq_read_parallel,
         seq_write,
         random,
+    })
+}
+
+/// `opts.seq_streams` threads read `opts.seq_request`-byte requests at the next
+/// offset of a shared cursor (wrapping at `size`) until the file was read once and
+/// `opts.duration` passed.
+fn parallel_read(
+    file: &File,
+    path: &Path,
+    opts: &CalibrateOptions,
+    size: u64,
+) -> Result<SeqResult> {
+    let req = opts.seq_request as u64;
+    let cursor = AtomicU64::new(0);
+    let start = Instant::now();
+    let bytes: std::io::Result<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..opts.seq_streams)
+            .map(|_| {
+                let cursor = &cursor;
+                scope.spawn(move || -> std::io::Result<u64> {
+                    let mut buf = AlignedBuf::new(opts.seq_request);
+                    let mut bytes = 0u64;
+                    loop {
+                        let k = cursor.fetch_add(req, Ordering::Relaxed);
+                        if k >= size && start.elapsed() >= opts.duration {
+                            return Ok(bytes);
+                        }
+                        bytes += read_full(file, buf.as_mut_slice(), k % size)? as u64;
+                    }
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for h in handles {
+            total += h.join().expect("a calibration thread panicked")?;
+        }
+        Ok(total)
+    });
+    let bytes = bytes.map_err(|e| io_err(path, "read", e))?;
+    let secs = start.elapsed().as_secs_f64();
+    Ok(SeqResult {
+        streams: opts.seq_streams as u64,
+        request_bytes: req,
+        bytes,
+        seconds: secs,
+        bytes_per_s: bytes as f64 / secs,
     })
 }
 
@@ -588,6 +682,7 @@ mod tests {
             seq_request: 1 << 20,
             random_blocks: vec![4096, 8192],
             depths: vec![1, 4],
+            seq_streams: 3,
             seed: 7,
         }
     }
@@ -597,11 +692,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut seen = Vec::new();
         let p = calibrate(dir.path(), &quick(), |s| seen.push(s.to_string())).unwrap();
-        assert_eq!(seen.len(), 2 + 2 * 2 * 2);
+        assert_eq!(seen.len(), 3 + 2 * 2 * 2);
+        assert_eq!(seen[2], "sequential read, 3 streams");
         assert_eq!(p.file_bytes, 8 << 20);
         assert_eq!(p.seq_write.bytes, 8 << 20);
         assert!(p.seq_read.bytes >= 8 << 20, "at least one full pass");
         assert!(p.seq_read_bw() > 0.0 && p.seq_write_bw() > 0.0);
+        let par = p.seq_read_parallel.clone().expect("measured");
+        assert_eq!((par.streams, par.request_bytes), (3, 1 << 20));
+        assert!(
+            par.bytes >= 8 << 20 && par.bytes % (1 << 20) == 0,
+            "{par:?}"
+        );
+        assert_eq!(p.seq_read_bw_at(1), p.seq_read_bw());
+        assert_eq!(p.seq_read_bw_at(2), p.seq_read_bw());
+        assert_eq!(p.seq_read_bw_at(4), par.bytes_per_s);
         assert_eq!(p.random.len(), 8);
         for r in &p.random {
             assert!(r.requests >= r.depth, "{r:?}");
@@ -628,6 +733,14 @@ mod tests {
         let e = DeviceProfile::load(&f).unwrap_err().to_string();
         assert!(e.contains("profile version 99"), "{e}");
         assert!(p.describe().contains("sequential read"));
+        assert!(p.describe().contains("(1024 KiB requests, 3 streams)"));
+        // A profile written before the parallel test loads, with one stream.
+        let mut old: serde_json::Value = serde_json::to_value(&p).unwrap();
+        old.as_object_mut().unwrap().remove("seq_read_parallel");
+        old["seq_read"].as_object_mut().unwrap().remove("streams");
+        let old: DeviceProfile = serde_json::from_value(old).unwrap();
+        assert_eq!((old.seq_read.streams, &old.seq_read_parallel), (1, &None));
+        assert_eq!(old.seq_read_bw_at(4), old.seq_read_bw());
     }
 
     #[test]
@@ -645,6 +758,7 @@ mod tests {
             lat_p99_us: 1.0,
         };
         let seq = SeqResult {
+            streams: 1,
             request_bytes: 1,
             bytes: 1,
             seconds: 1.0,
@@ -658,6 +772,7 @@ mod tests {
             direct: true,
             file_bytes: 1,
             seq_read: seq.clone(),
+            seq_read_parallel: None,
             seq_write: seq,
             random: vec![
                 r("read", 4096, 1, 50e6),
