@@ -13,6 +13,10 @@
 //!   `seq_request` bytes (4 MiB), then `fdatasync`; bytes / elapsed;
 //! * sequential read: `O_DIRECT` reads of `seq_request` bytes front to back, wrapping
 //!   around until `duration` has passed (at least one whole pass);
+//! * parallel sequential read: `seq_streams` threads (4) each read the next
+//!   `seq_request` bytes of one shared cursor, so together they sweep the file front
+//!   to back with that many requests in flight, as the jobs engine's loader reads a
+//!   row's blocks (at least one whole pass and `duration`);
 //! * random read and write, for each request size (4 KiB, 8 KiB) and each queue
 //!   depth (1 and `depth`, 16 by default): `depth` threads each keep one synchronous
 //!   `O_DIRECT` request in flight at uniformly random aligned offsets (fio's `psync`
