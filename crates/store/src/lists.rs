@@ -164,27 +164,47 @@ impl<'d> ListReader<'d> {
     /// one request for the targets and, with `with_weights` on a weighted store, one
     /// for the weights. The block's sources are the group's vertices with edges.
     pub fn read(&self, vertices: &[u32], g: &ListGroup, with_weights: bool) -> Result<Block> {
+        // Each reading thread keeps its two read buffers (their memory is reused
+        // from request to request instead of going back to the allocator).
+        thread_local! {
+            static BUFS: std::cell::RefCell<(AlignedBuf, AlignedBuf)> =
+                std::cell::RefCell::new((AlignedBuf::default(), AlignedBuf::default()));
+        }
+        BUFS.with(|b| {
+            let (tbuf, wbuf) = &mut *b.borrow_mut();
+            self.read_with(vertices, g, with_weights, tbuf, wbuf)
+        })
+    }
+
+    fn read_with(
+        &self,
+        vertices: &[u32],
+        g: &ListGroup,
+        with_weights: bool,
+        tbuf: &mut AlignedBuf,
+        wbuf: &mut AlignedBuf,
+    ) -> Result<Block> {
         let len = (g.b - g.a) as usize;
-        let mut tbuf = AlignedBuf::default();
-        let at = self
-            .targets
-            .read_payload_into(4 * g.a, 4 * len, &mut tbuf)?;
+        let at = self.targets.read_payload_into(4 * g.a, 4 * len, tbuf)?;
         // `at` is a multiple of 4 in a page-aligned buffer.
         let dsts: &[u32] = bytemuck::cast_slice(&tbuf.as_slice()[at..at + 4 * len]);
-        let mut wbuf = AlignedBuf::default();
         let weights: Option<&[f32]> = match (&self.weights, with_weights) {
             (Some(wf), true) => {
-                let at = wf.read_payload_into(4 * g.a, 4 * len, &mut wbuf)?;
+                let at = wf.read_payload_into(4 * g.a, 4 * len, wbuf)?;
                 Some(bytemuck::cast_slice(&wbuf.as_slice()[at..at + 4 * len]))
             }
             _ => None,
         };
         // The group's lists, with the edges of vertices nobody asked for (between
         // two lists in the same pages) dropped.
+        let k = g.last - g.first;
         let mut out = Block {
-            offs: vec![0],
+            srcs: Vec::with_capacity(k),
+            offs: Vec::with_capacity(k + 1),
+            dsts: Vec::with_capacity(len),
             ..Default::default()
         };
+        out.offs.push(0);
         let mut ow = weights.map(|_| Vec::with_capacity(len));
         let mut end = g.a;
         for &v in &vertices[g.first..g.last] {
