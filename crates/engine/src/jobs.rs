@@ -272,6 +272,23 @@ impl Load {
     }
 }
 
+/// Cuts items `0..n` into consecutive ranges `(g, h)` whose `bytes` sum to at most
+/// `cap` (a range always takes at least one item).
+fn fill(n: usize, bytes: impl Fn(usize) -> u64, cap: u64) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut g = 0;
+    while g < n {
+        let (mut h, mut sum) = (g, 0);
+        while h < n && (h == g || sum + bytes(h) <= cap) {
+            sum += bytes(h);
+            h += 1;
+        }
+        out.push((g, h));
+        g = h;
+    }
+    out
+}
+
 /// The blocks of a lists unit's requests, in order, with runs of small ones
 /// joined into blocks of at least [`TASK_EDGES`] edges (a block is at least one
 /// task per job).
@@ -698,6 +715,17 @@ impl<'s> JobsEngine<'s> {
                 jobs: Vec<usize>,
                 active: Vec<u32>,
             }
+            // The live jobs active in a range of vertices, and whether the unit
+            // holding them needs weights.
+            let jobs_in = |range: &std::ops::Range<u32>| {
+                let ks: Vec<usize> = live
+                    .iter()
+                    .copied()
+                    .filter(|&k| slots[k].active.any_in(range.clone()))
+                    .collect();
+                let weights = self.store.weighted() && ks.iter().any(|&k| slots[k].job.weighted());
+                (ks, weights)
+            };
             let mut units: Vec<Unit> = Vec::new();
             if load == Load::Lists {
                 // Groups of requests whose lists (targets, weights, 8 bytes a
@@ -708,25 +736,11 @@ impl<'s> JobsEngine<'s> {
                 let unit_bytes = self.cfg.memory.saturating_sub(buffers) / 2;
                 let group_bytes =
                     |g: &ListGroup| 4 * list_files * (g.b - g.a) + 8 * (g.last - g.first) as u64;
-                let mut g = 0;
-                while g < plan.len() {
-                    let mut h = g;
-                    let mut bytes = 0;
-                    while h < plan.len() && (h == g || bytes + group_bytes(&plan[h]) <= unit_bytes)
-                    {
-                        bytes += group_bytes(&plan[h]);
-                        h += 1;
-                    }
+                for (g, h) in fill(plan.len(), |i| group_bytes(&plan[i]), unit_bytes) {
                     let (first, last) = (plan[g].first, plan[h - 1].last);
                     let vs = active[first..last].to_vec();
                     let range = vs[0]..vs[vs.len() - 1] + 1;
-                    let jobs_here: Vec<usize> = live
-                        .iter()
-                        .copied()
-                        .filter(|&k| slots[k].active.any_in(range.clone()))
-                        .collect();
-                    let weights =
-                        self.store.weighted() && jobs_here.iter().any(|&k| slots[k].job.weighted());
+                    let (jobs_here, weights) = jobs_in(&range);
                     units.push(Unit {
                         row: 0,
                         cols: Vec::new(),
@@ -744,48 +758,31 @@ impl<'s> JobsEngine<'s> {
                         jobs: jobs_here,
                         active: vs,
                     });
-                    g = h;
                 }
-            }
-            for &r in rows.iter().filter(|_| load != Load::Lists) {
-                let range = self.store.interval(r);
-                let row_active: Vec<u32> = {
-                    let a = active.partition_point(|&v| v < range.start);
-                    let b = active.partition_point(|&v| v < range.end);
-                    active[a..b].to_vec()
-                };
-                let jobs_here: Vec<usize> = live
-                    .iter()
-                    .copied()
-                    .filter(|&k| slots[k].active.any_in(range.clone()))
-                    .collect();
-                let weights =
-                    self.store.weighted() && jobs_here.iter().any(|&k| slots[k].job.weighted());
-                let cols: Vec<u32> = (0..p).filter(|&c| grid.entry(r, c).edges > 0).collect();
-                self.stats.blocks_skipped += (p as usize - cols.len()) as u64;
-                let mut g = 0;
-                while g < cols.len() {
-                    let mut h = g;
-                    let mut bytes = 0;
-                    while h < cols.len()
-                        && (h == g
-                            || bytes + grid.block_memory_bytes(r, cols[h], weights)
-                                <= self.cfg.memory / 2)
-                    {
-                        bytes += grid.block_memory_bytes(r, cols[h], weights);
-                        h += 1;
+            } else {
+                for &r in &rows {
+                    let range = self.store.interval(r);
+                    let row_active: Vec<u32> = {
+                        let a = active.partition_point(|&v| v < range.start);
+                        let b = active.partition_point(|&v| v < range.end);
+                        active[a..b].to_vec()
+                    };
+                    let (jobs_here, weights) = jobs_in(&range);
+                    let cols: Vec<u32> = (0..p).filter(|&c| grid.entry(r, c).edges > 0).collect();
+                    self.stats.blocks_skipped += (p as usize - cols.len()) as u64;
+                    let block_bytes = |i: usize| grid.block_memory_bytes(r, cols[i], weights);
+                    for (g, h) in fill(cols.len(), block_bytes, self.cfg.memory / 2) {
+                        units.push(Unit {
+                            row: r,
+                            cols: cols[g..h].to_vec(),
+                            groups: Vec::new(),
+                            range: range.clone(),
+                            complete: g == 0 && h == cols.len(),
+                            weights,
+                            jobs: jobs_here.clone(),
+                            active: row_active.clone(),
+                        });
                     }
-                    units.push(Unit {
-                        row: r,
-                        cols: cols[g..h].to_vec(),
-                        groups: Vec::new(),
-                        range: range.clone(),
-                        complete: g == 0 && h == cols.len(),
-                        weights,
-                        jobs: jobs_here.clone(),
-                        active: row_active.clone(),
-                    });
-                    g = h;
                 }
             }
             // A loader thread reads the units in order, several reads in flight on

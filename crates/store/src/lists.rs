@@ -45,10 +45,18 @@ pub struct ListGroup {
 impl ListGroup {
     /// Pages of one CSR payload file this group's request reads.
     pub fn pages(&self) -> u64 {
-        let page = ALIGN as u64;
-        let (s, e) = (HEADER_LEN + 4 * self.a, HEADER_LEN + 4 * self.b);
-        e.div_ceil(page) - s / page
+        last_page(self.b) - first_page(self.a) + 1
     }
+}
+
+/// The file page holding the first byte of edge `a` of a CSR payload file.
+fn first_page(a: u64) -> u64 {
+    (HEADER_LEN + 4 * a) / ALIGN as u64
+}
+
+/// The file page holding the last byte of the edges before `b` (b > 0).
+fn last_page(b: u64) -> u64 {
+    (HEADER_LEN + 4 * b - 1) / ALIGN as u64
 }
 
 /// Reads whole out-edge lists from the out-CSR (see the module docs).
@@ -122,9 +130,6 @@ impl<'d> ListReader<'d> {
     /// Groups the lists of `vertices` (ascending) into requests; vertices without
     /// out-edges are skipped.
     pub fn plan(&self, vertices: &[u32]) -> Vec<ListGroup> {
-        let page = ALIGN as u64;
-        let first_page = |a: u64| (HEADER_LEN + 4 * a) / page;
-        let last_page = |b: u64| (HEADER_LEN + 4 * b - 1) / page;
         let mut groups: Vec<ListGroup> = Vec::new();
         // The previous vertex and its range, to step to the next without
         // re-summing from the sample point.
