@@ -253,19 +253,31 @@ impl Job for Sssp {
     fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
         let a = self.st.atomic();
         let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
-        for (i, &v) in dsts.iter().enumerate() {
-            let w = ws.map_or(1.0, |ws| ws[i]);
-            if w < 0.0 || w.is_nan() {
-                self.bad.store(((u as u64) << 32) | v as u64, Relaxed);
-                self.bad_w.store(w.to_bits() as u64, Relaxed);
-                return;
-            }
+        let relax = |v: u32, w: f32| {
             let cand = (((du + w).to_bits() as u64) << 32) | u as u64;
             let x = &a[v as usize];
             if cand < x.load(Relaxed) && x.fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
                 ctx.activate(v);
             }
+        };
+        let Some(ws) = ws else {
+            return dsts.iter().for_each(|&v| relax(v, 1.0));
+        };
+        // The run's weights are checked before any is used (one branch-free pass),
+        // so a negative or NaN weight stops the job before it relaxes anything.
+        if ws
+            .iter()
+            .fold(false, |bad, &w| bad | (w < 0.0) | w.is_nan())
+        {
+            let i = ws
+                .iter()
+                .position(|&w| w < 0.0 || w.is_nan())
+                .expect("found above");
+            self.bad.store(((u as u64) << 32) | dsts[i] as u64, Relaxed);
+            self.bad_w.store(ws[i].to_bits() as u64, Relaxed);
+            return;
         }
+        dsts.iter().zip(ws).for_each(|(&v, &w)| relax(v, w));
     }
     fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
         let b = self.bad.load(Relaxed);

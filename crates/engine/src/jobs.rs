@@ -176,7 +176,7 @@ pub trait Job: Send + Sync {
     /// state (see [`crate::prefetch`]). Must not change any value.
     fn ahead(&self, _dsts: &[u32]) {}
     /// A look-ahead hint for a source whose run [`Job::edges`] will see about
-    /// [`SOURCES_AHEAD`] runs later. Must not change any value.
+    /// [`crate::AHEAD`] edges later. Must not change any value.
     fn ahead_source(&self, _u: u32) {}
     /// Whether the job wants each loaded sub-block as one task of its own, so
     /// that its edge functions may update targets without read-modify-write
@@ -355,9 +355,8 @@ pub const IO_THREADS: usize = 4;
 /// depth 16 is about twice that at depth 4 on the development VM).
 pub const LIST_DEPTH: usize = 16;
 
-/// How many source runs ahead of the one being applied [`Task::for_each`] hints
-/// a source's state.
-pub const SOURCES_AHEAD: usize = 8;
+/// How many runs ahead [`Task::for_each`] hints a source when most runs are picked.
+const DENSE_SOURCES_AHEAD: usize = 8;
 
 /// One task of a job: a slice of one loaded sub-block's source runs, of which the
 /// sources set in a filter bitmap are processed.
@@ -379,10 +378,27 @@ pub struct Task<'a> {
 }
 
 impl Task<'_> {
-    /// Calls `f(u, targets, weights)` for every picked source of the task, with
-    /// `pre_src(u)` for the source [`SOURCES_AHEAD`] runs later and `pre(targets)`
-    /// for the targets [`AHEAD`] edges later (runs tile the task). Returns the
-    /// edges given to `f`.
+    /// Whether at least half the runs are picked, judged from (at most) 32 runs
+    /// spread over the task.
+    fn dense(&self) -> bool {
+        let step = ((self.b - self.a) / 32).max(1);
+        let (picked, seen) = (self.a..self.b).step_by(step).fold((0, 0), |(p, n), x| {
+            (
+                p + self.filter.get(self.srcs[x] - self.base) as usize,
+                n + 1,
+            )
+        });
+        2 * picked >= seen
+    }
+
+    /// Calls `f(u, targets, weights)` for every picked source of the task, in
+    /// order, with look-ahead hints `pre_src(u)` and `pre(targets)`. When at least
+    /// half the runs are picked the hints go by position (the source
+    /// `DENSE_SOURCES_AHEAD` runs on, the targets [`AHEAD`] edges on), the cheapest
+    /// loop for a dense frontier. Otherwise they follow the picked runs, each
+    /// hinted about AHEAD edges before `f` reaches it: with a sparse frontier,
+    /// whatever run lies AHEAD edges further is mostly one the job skips. Returns
+    /// the edges given to `f`.
     #[inline(always)]
     pub fn for_each(
         &self,
@@ -391,19 +407,59 @@ impl Task<'_> {
         mut f: impl FnMut(u32, &[u32], Option<&[f32]>),
     ) -> u64 {
         let (srcs, offs, dsts) = (self.srcs, self.offs, self.dsts);
-        let end = offs[self.b] as usize;
+        if self.a == self.b {
+            return 0;
+        }
+        if self.dense() {
+            let end = offs[self.b] as usize;
+            let mut edges = 0u64;
+            for x in self.a..self.b {
+                let u = srcs[x];
+                if let Some(&w) = srcs[..self.b].get(x + DENSE_SOURCES_AHEAD) {
+                    pre_src(w);
+                }
+                if !self.filter.get(u - self.base) {
+                    continue;
+                }
+                let (ea, eb) = (offs[x] as usize, offs[x + 1] as usize);
+                pre(&dsts[(ea + AHEAD).min(end)..(eb + AHEAD).min(end)]);
+                f(u, &dsts[ea..eb], self.ws.map(|w| &w[ea..eb]));
+                edges += (eb - ea) as u64;
+            }
+            return edges;
+        }
+        // The hinted, not yet applied runs: ring[head..tail] (mod RING). A run is
+        // added only while the window counts fewer than AHEAD, and counts at least
+        // 1 (its edges, or 1 for an empty run), so the window never holds more
+        // than AHEAD + 1 runs.
+        const RING: usize = 64;
+        const _: () = assert!(RING > AHEAD + 1);
+        let mut ring = [0u32; RING];
+        let (mut head, mut tail) = (0usize, 0usize);
+        let mut window = 0usize;
+        let mut y = self.a;
         let mut edges = 0u64;
-        for x in self.a..self.b {
-            let u = srcs[x];
-            if let Some(&w) = srcs[..self.b].get(x + SOURCES_AHEAD) {
-                pre_src(w);
+        loop {
+            while window < AHEAD && y < self.b {
+                let u = srcs[y];
+                if self.filter.get(u - self.base) {
+                    let (ea, eb) = (offs[y] as usize, offs[y + 1] as usize);
+                    pre_src(u);
+                    pre(&dsts[ea..eb]);
+                    ring[tail % RING] = y as u32;
+                    tail += 1;
+                    window += (eb - ea).max(1);
+                }
+                y += 1;
             }
-            if !self.filter.get(u - self.base) {
-                continue;
+            if head == tail {
+                break;
             }
+            let x = ring[head % RING] as usize;
+            head += 1;
             let (ea, eb) = (offs[x] as usize, offs[x + 1] as usize);
-            pre(&dsts[(ea + AHEAD).min(end)..(eb + AHEAD).min(end)]);
-            f(u, &dsts[ea..eb], self.ws.map(|w| &w[ea..eb]));
+            window -= (eb - ea).max(1);
+            f(srcs[x], &dsts[ea..eb], self.ws.map(|w| &w[ea..eb]));
             edges += (eb - ea) as u64;
         }
         edges
@@ -955,5 +1011,97 @@ impl<'s> JobsEngine<'s> {
         self.stats.read_requests = d.read_requests;
         self.stats.jobs = slots.iter().map(|s| s.stats.clone()).collect();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every picked run reaches `f` once, in order, with its own targets and
+    /// weights, and nothing unpicked; no target is hinted twice; with sparse
+    /// picks each run is hinted before `f` sees it. Densities cover both loops.
+    #[test]
+    fn for_each_applies_picked_runs_after_their_hints() {
+        let runs = 300usize;
+        let srcs: Vec<u32> = (0..runs as u32).map(|i| 1000 + 3 * i).collect();
+        let mut offs = vec![0u32];
+        for i in 0..runs {
+            // Lengths 0..50: a run of every 50 is empty.
+            offs.push(offs[i] + (i as u32 * 7) % 50);
+        }
+        let m = offs[runs] as usize;
+        let dsts: Vec<u32> = (0..m as u32).collect();
+        let ws: Vec<f32> = (0..m).map(|e| e as f32).collect();
+        for keep in [1usize, 2, 3, 7, 50, 1000] {
+            let filter = AtomicBitmap::new(2000);
+            let mut want = Vec::new();
+            for (i, &u) in srcs.iter().enumerate() {
+                // keep = 1: every run; larger: sparser, irregular picks.
+                if (i * 31 + 7) % keep == 0 {
+                    filter.set(u - 900);
+                    want.push(u);
+                }
+            }
+            for (a, b) in [(0, runs), (17, 18), (5, 250), (299, 300)] {
+                let t = Task {
+                    srcs: &srcs,
+                    offs: &offs,
+                    dsts: &dsts,
+                    ws: Some(&ws),
+                    a,
+                    b,
+                    filter: &filter,
+                    base: 900,
+                    exclusive: false,
+                };
+                let dense = t.dense();
+                if (a, b) == (0, runs) {
+                    assert_eq!(dense, keep <= 2, "keep {keep}");
+                }
+                let hinted_src = std::cell::RefCell::new(Vec::new());
+                let hinted_dst = std::cell::RefCell::new(vec![0u32; m]);
+                let mut got = Vec::new();
+                let edges = t.for_each(
+                    |u| hinted_src.borrow_mut().push(u),
+                    |d| {
+                        d.iter()
+                            .for_each(|&v| hinted_dst.borrow_mut()[v as usize] += 1)
+                    },
+                    |u, d, w| {
+                        let x = srcs.iter().position(|&s| s == u).unwrap();
+                        let r = offs[x] as usize..offs[x + 1] as usize;
+                        assert_eq!(d, &dsts[r.clone()]);
+                        assert_eq!(w.unwrap(), &ws[r.clone()]);
+                        // The window loop (sparse picks) hints each picked run's own
+                        // source and targets before applying it; the dense loop hints
+                        // by position (sources 8 runs on, targets AHEAD edges on).
+                        if !dense {
+                            assert!(hinted_src.borrow().contains(&u), "source {u} not hinted");
+                            assert!(r.clone().all(|e| hinted_dst.borrow()[e] == 1));
+                        }
+                        got.push(u);
+                    },
+                );
+                let picked: Vec<u32> = srcs[a..b]
+                    .iter()
+                    .copied()
+                    .filter(|u| want.contains(u))
+                    .collect();
+                assert_eq!(got, picked, "keep {keep}, runs {a}..{b}");
+                let sum: u64 = picked
+                    .iter()
+                    .map(|u| {
+                        let x = srcs.iter().position(|s| s == u).unwrap();
+                        (offs[x + 1] - offs[x]) as u64
+                    })
+                    .sum();
+                assert_eq!(edges, sum);
+                assert!(
+                    hinted_dst.borrow().iter().all(|&c| c <= 1),
+                    "a target hinted twice"
+                );
+            }
+        }
     }
 }

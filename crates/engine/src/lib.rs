@@ -19,7 +19,6 @@ pub mod vertex;
 pub use error::{EngineError, Result};
 pub use jobs::{
     IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats, Task,
-    SOURCES_AHEAD,
 };
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
