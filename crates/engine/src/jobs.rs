@@ -66,10 +66,20 @@
 //! the NY road network 8 rounds cut a 4-job bfs/sssp mix from 2.58 GiB to 590 MiB
 //! read, while on Kronecker graphs (low diameter) it changes nothing.
 //!
+//! Covered activations (with DFVU, not in the paper): before a unit that holds all
+//! out-edges of its sources is processed, a min-monotone job's sources that are
+//! active now *and* were activated again by an earlier unit of this iteration
+//! leave the next frontier: their runs in this unit read the newest value, so
+//! that activation is already served. Without this, the DFVU round after the unit
+//! pushed the same values a second time: on the Het mix at Kronecker scale 22 it
+//! cuts the edges processed from 1.03G to 0.91G (sssp -20%, wcc -19%), with the
+//! same iterations and answers.
+//!
 //! Invariants: a job sees every edge (u, v) of the store whose source u is in its
 //! active set at the start of the iteration once in that iteration, whichever way
-//! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated); selective loads read only index and run bytes and
-//! whole loads check the sub-block's checksums.
+//! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated);
+//! selective loads read only index and run bytes and whole loads check the
+//! sub-block's checksums.
 
 use crate::{EngineError, Result, AHEAD};
 use outcore_io::{DeviceProfile, IoSnapshot};
@@ -239,6 +249,9 @@ pub struct JobsStats {
     /// edges they processed.
     pub dfvu_sources: u64,
     pub dfvu_edges: u64,
+    /// Activations for the next iteration dropped because the source was still
+    /// to be processed in this iteration, with all its out-edges in one unit.
+    pub covered: u64,
     /// Tasks that ran a whole sub-block for a job with exclusive targets
     /// ([`Job::exclusive_targets`]: plain stores instead of atomic adds).
     pub exclusive_tasks: u64,
@@ -908,6 +921,20 @@ impl<'s> JobsEngine<'s> {
                     let t = Instant::now();
                     let range = u.range.clone();
                     let distinct = load != Load::Lists;
+                    // Covered activations (with DFVU): a source active now that an
+                    // earlier unit of this iteration already activated again is
+                    // about to push its newest value along all its out-edges (a
+                    // complete unit holds them all), so that activation is done
+                    // here and leaves the next frontier — else the DFVU round below
+                    // would push the same value again. For min-monotone jobs only.
+                    if self.cfg.dfvu && u.complete {
+                        for &k in &u.jobs {
+                            let s = &slots[k];
+                            if s.job.future_updates() {
+                                self.stats.covered += s.next.clear_where(&s.active, range.clone());
+                            }
+                        }
+                    }
                     let (edges, exclusive) = process(&slots, &u.jobs, &loaded, distinct, &|k| {
                         Some((&slots[k].active, 0))
                     });

@@ -111,6 +111,19 @@ impl AtomicBitmap {
                 }
             });
     }
+    /// Clears the bits of `r` that are set in `other` (same length), a word at a
+    /// time; returns how many were cleared.
+    pub fn clear_where(&self, other: &AtomicBitmap, r: Range<u32>) -> u64 {
+        assert_eq!(self.len, other.len);
+        let mut cleared = 0;
+        for i in self.word_span(&r) {
+            let m = other.words[i].load(Relaxed) & range_mask(i, &r);
+            if m != 0 {
+                cleared += (self.words[i].fetch_and(!m, Relaxed) & m).count_ones() as u64;
+            }
+        }
+        cleared
+    }
     /// The set bits in `r`, ascending.
     pub fn ones_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
         let span = self.word_span(&r);
@@ -151,6 +164,26 @@ fn range_mask(word: usize, r: &Range<u32>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clear_where_clears_only_shared_bits_in_range() {
+        let (a, b) = (AtomicBitmap::new(300), AtomicBitmap::new(300));
+        for i in (0..300).step_by(3) {
+            a.set(i);
+        }
+        for i in (0..300).step_by(2) {
+            b.set(i);
+        }
+        let r = 5..250;
+        let want: Vec<u32> = (0..300)
+            .filter(|i| i % 3 == 0 && !(r.contains(i) && i % 2 == 0))
+            .collect();
+        let shared = r.clone().filter(|i| i % 6 == 0).count() as u64;
+        assert_eq!(a.clear_where(&b, r.clone()), shared);
+        assert_eq!(a.ones().collect::<Vec<_>>(), want);
+        assert_eq!(a.clear_where(&b, r), 0);
+        assert_eq!(b.count(), 150);
+    }
 
     #[test]
     fn ranges_counts_and_swap() {
