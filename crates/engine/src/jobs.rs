@@ -459,6 +459,13 @@ impl Task<'_> {
                     let (ea, eb) = (offs[y] as usize, offs[y + 1] as usize);
                     pre_src(u);
                     pre(&dsts[ea..eb]);
+                    // The weights are read only by `f`, a skip away from the
+                    // previous picked run's: a stream the hardware does not follow.
+                    if let Some(w) = self.ws {
+                        for i in (ea..eb).step_by(16).chain((eb > ea).then(|| eb - 1)) {
+                            crate::prefetch(w, i as u32);
+                        }
+                    }
                     ring[tail % RING] = y as u32;
                     tail += 1;
                     window += (eb - ea).max(1);
@@ -522,7 +529,8 @@ fn process<'b>(
                 srcs,
                 offs,
                 dsts,
-                ws,
+                // A job that reads no weights gets none (and no hints for them).
+                ws: ws.filter(|_| s.job.weighted()),
                 a,
                 b,
                 filter,
