@@ -368,6 +368,11 @@ pub const IO_THREADS: usize = 4;
 /// depth 16 is about twice that at depth 4 on the development VM).
 pub const LIST_DEPTH: usize = 16;
 
+/// How many edges ahead of the runs it scans [`Task::for_each`] fetches targets and
+/// weights when few runs are picked (a software stream: the picked runs' skips
+/// defeat the hardware's).
+const STREAM_AHEAD: u32 = 256;
+
 /// How many runs ahead [`Task::for_each`] hints a source when most runs are picked.
 const DENSE_SOURCES_AHEAD: usize = 8;
 
@@ -454,6 +459,13 @@ impl Task<'_> {
         let mut edges = 0u64;
         loop {
             while window < AHEAD && y < self.b {
+                // The scan skips through the targets (and weights), which the
+                // hardware does not stream: fetch them STREAM_AHEAD edges on.
+                let o = offs[y] + STREAM_AHEAD;
+                crate::prefetch(dsts, o);
+                if let Some(w) = self.ws {
+                    crate::prefetch(w, o);
+                }
                 let u = srcs[y];
                 if self.filter.get(u - self.base) {
                     let (ea, eb) = (offs[y] as usize, offs[y + 1] as usize);
