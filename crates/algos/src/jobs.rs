@@ -16,6 +16,7 @@ use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
 use outcore_engine::{prefetch, prefetch_each, Job, JobCtx, Task};
 use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
 use outcore_store::{IdMap, Store};
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -386,12 +387,34 @@ struct PageRank {
 impl PageRank {
     /// The previous iteration's shares, and the sums cleared for the next.
     fn prepare(&mut self, active: &AtomicBitmap) {
-        for v in 0..self.rank.len() {
-            let k = self.deg[v];
-            self.contrib[v] = if k == 0 { 0.0 } else { self.rank[v] / k as f64 };
-            self.sum[v] = 0.0;
-        }
+        self.update(None);
         active.set_all();
+    }
+
+    /// One parallel pass over the vertices (each element on its own, so the values
+    /// do not depend on the threads): with `rank_base` = Some(base), the new ranks
+    /// base + damping x sum first; then, unless `last`, the shares rank / out-degree
+    /// and the sums cleared for the next iteration.
+    fn update(&mut self, rank_base: Option<(f64, bool)>) {
+        const CHUNK: usize = 1 << 14;
+        let (d, deg) = (self.damping, &self.deg[..]);
+        let (rank, contrib, sum) = (&mut self.rank[..], &mut self.contrib[..], &mut self.sum[..]);
+        rank.par_chunks_mut(CHUNK)
+            .zip(contrib.par_chunks_mut(CHUNK))
+            .zip(sum.par_chunks_mut(CHUNK))
+            .zip(deg.par_chunks(CHUNK))
+            .for_each(|(((r, c), s), k)| {
+                for i in 0..r.len() {
+                    if let Some((base, _)) = rank_base {
+                        r[i] = base + d * s[i];
+                    }
+                    if rank_base.is_some_and(|(_, last)| last) {
+                        continue;
+                    }
+                    c[i] = if k[i] == 0 { 0.0 } else { r[i] / k[i] as f64 };
+                    s[i] = 0.0;
+                }
+            });
     }
 }
 
@@ -443,13 +466,12 @@ impl Job for PageRank {
         let n = self.rank.len() as f64;
         let d = self.damping;
         let base = (1.0 - d) / n + d * dangling_sum(&self.rank, &self.deg) / n;
-        for v in 0..self.rank.len() {
-            self.rank[v] = base + d * self.sum[v];
-        }
-        if iteration >= self.iterations {
+        let last = iteration >= self.iterations;
+        self.update(Some((base, last)));
+        if last {
             return Ok(true);
         }
-        self.prepare(next);
+        next.set_all();
         Ok(false)
     }
 }
