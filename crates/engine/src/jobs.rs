@@ -44,7 +44,10 @@
 //! with active sources in it; rayon's work stealing runs them, so each job gets
 //! threads in proportion to its active edges. A task runs through [`Job::task`],
 //! whose loop over the source runs is compiled per job type (no dynamic call per
-//! run) and hints each job's source and target state ahead. A job that accumulates
+//! run) and hints each job's source and target state ahead: by position when at
+//! least half the task's runs are picked, else following the picked runs (with
+//! their targets and weights fetched further ahead, as the skips defeat the
+//! hardware's stream detection). A job that accumulates
 //! into its targets (PageRank) asks for [`Job::exclusive_targets`]: when the unit
 //! has at least two sub-blocks per thread it gets one task per sub-block, and since
 //! a unit's sub-blocks lie in distinct column intervals, no two of its tasks that
