@@ -387,15 +387,15 @@ struct PageRank {
 impl PageRank {
     /// The previous iteration's shares, and the sums cleared for the next.
     fn prepare(&mut self, active: &AtomicBitmap) {
-        self.update(None);
+        self.update(None, true);
         active.set_all();
     }
 
     /// One parallel pass over the vertices (each element on its own, so the values
-    /// do not depend on the threads): with `rank_base` = Some(base), the new ranks
-    /// base + damping x sum first; then, unless `last`, the shares rank / out-degree
-    /// and the sums cleared for the next iteration.
-    fn update(&mut self, rank_base: Option<(f64, bool)>) {
+    /// do not depend on the threads): with `base`, the new ranks base + damping x
+    /// sum first; then, with `shares`, the shares rank / out-degree and the sums
+    /// cleared for the next iteration.
+    fn update(&mut self, base: Option<f64>, shares: bool) {
         const CHUNK: usize = 1 << 14;
         let (d, deg) = (self.damping, &self.deg[..]);
         let (rank, contrib, sum) = (&mut self.rank[..], &mut self.contrib[..], &mut self.sum[..]);
@@ -405,14 +405,13 @@ impl PageRank {
             .zip(deg.par_chunks(CHUNK))
             .for_each(|(((r, c), s), k)| {
                 for i in 0..r.len() {
-                    if let Some((base, _)) = rank_base {
+                    if let Some(base) = base {
                         r[i] = base + d * s[i];
                     }
-                    if rank_base.is_some_and(|(_, last)| last) {
-                        continue;
+                    if shares {
+                        c[i] = if k[i] == 0 { 0.0 } else { r[i] / k[i] as f64 };
+                        s[i] = 0.0;
                     }
-                    c[i] = if k[i] == 0 { 0.0 } else { r[i] / k[i] as f64 };
-                    s[i] = 0.0;
                 }
             });
     }
@@ -467,7 +466,7 @@ impl Job for PageRank {
         let d = self.damping;
         let base = (1.0 - d) / n + d * dangling_sum(&self.rank, &self.deg) / n;
         let last = iteration >= self.iterations;
-        self.update(Some((base, last)));
+        self.update(Some(base), !last);
         if last {
             return Ok(true);
         }
