@@ -247,12 +247,13 @@ def test_pagerank_matches_networkx(name, work):
 @pytest.mark.parametrize("name", ["ny", "lux", "facebook", "kron"])
 @pytest.mark.parametrize("mode", ["auto", "sequential", "selective", "lists"])
 def test_jobs_match_scipy_and_networkx(name, mode, work):
-    """A Het mix on one shared scan: each job against the independent libraries."""
+    """A Het mix (and a label-propagation wcc) on one shared scan: each job against
+    the independent libraries."""
     g, store = graph(name, work)
     r1, r2 = g.ids[g.n // 3], g.ids[7]
     out = work / f"{name}.jobs.{mode}"
     outcore("jobs", store, f"bfs:root={r1}", f"sssp:root={r2}", "wcc", "pagerank:iterations=10",
-            "--io-mode", mode, "--out-dir", out, "--verify", "--threads", 2)
+            "wcc-lp", "--io-mode", mode, "--out-dir", out, "--verify", "--threads", 2)
     _, vals = read_result(out / "job-0-bfs.txt")
     got = np.array([float("inf") if int(x) == UNREACHED else float(x) for x in vals])
     assert np.array_equal(got, cg.shortest_path(g.matrix(), unweighted=True, indices=g.n // 3))
@@ -262,11 +263,13 @@ def test_jobs_match_scipy_and_networkx(name, mode, work):
     assert np.array_equal(np.isinf(got), np.isinf(want))
     fin = ~np.isinf(want)
     assert np.allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
-    _, vals = read_result(out / "job-2-wcc-lp.txt")
     k, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
     smallest = np.full(k, np.iinfo(np.int64).max)
     np.minimum.at(smallest, lab, g.ids)
-    assert np.array_equal(np.array([int(x) for x in vals]), smallest[lab])
+    # One-pass union-find and label propagation: the same labels.
+    for file in ["job-2-wcc.txt", "job-4-wcc-lp.txt"]:
+        _, vals = read_result(out / file)
+        assert np.array_equal(np.array([int(x) for x in vals]), smallest[lab]), file
     _, vals = read_result(out / "job-3-pagerank.txt")
     got = np.array([float(x) for x in vals])
     # Over the edge list, so parallel edges count as the store counts them.

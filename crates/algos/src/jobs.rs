@@ -1,8 +1,11 @@
 //! BSP jobs for the concurrent-jobs engine (GraphCP, graphcp-fcs24.md §3.6 and
-//! Algorithm 5): bfs, sssp, wcc (label propagation) and pagerank, each with its own
-//! values, and the `algo[:key=value,...]` job specs of `outcore jobs`.
+//! Algorithm 5): bfs, sssp, wcc-lp (label propagation) and pagerank, each with its
+//! own values, the one-pass union-find `wcc` (an edge-streaming job that shares the
+//! first iteration's scan and finishes), and the `algo[:key=value,...]` job specs of
+//! `outcore jobs`. The names are those of `outcore run`: `wcc` is union-find there
+//! too.
 //!
-//! bfs, sssp and wcc relax with atomic minima on one array per job: a relaxation
+//! bfs, sssp and wcc-lp relax with atomic minima on one array per job: a relaxation
 //! that reads a value newer than the previous iteration's only converges sooner,
 //! and the fixpoint — exact depths / distances with the smallest parent id among
 //! the tied ones, or the smallest id of each component — is unique, so a job's
@@ -32,7 +35,13 @@ pub struct JobSpec {
 }
 
 /// The algorithms the jobs engine runs.
-pub const JOB_ALGOS: [Algo; 4] = [Algo::Bfs, Algo::Sssp, Algo::WccLp, Algo::PageRank];
+pub const JOB_ALGOS: [Algo; 5] = [
+    Algo::Bfs,
+    Algo::Sssp,
+    Algo::Wcc,
+    Algo::WccLp,
+    Algo::PageRank,
+];
 
 impl std::str::FromStr for JobSpec {
     type Err = String;
@@ -42,16 +51,13 @@ impl std::str::FromStr for JobSpec {
             Some((n, r)) => (n, Some(r)),
             None => (text, None),
         };
-        let algo = match name {
-            "wcc" | "wcc-lp" => Algo::WccLp,
-            n => Algo::from_name(n)
-                .filter(|a| JOB_ALGOS.contains(a))
-                .ok_or_else(|| {
-                    bad(format!(
-                        "unknown job algorithm {n:?} (bfs, sssp, wcc, pagerank)"
-                    ))
-                })?,
-        };
+        let algo = Algo::from_name(name)
+            .filter(|a| JOB_ALGOS.contains(a))
+            .ok_or_else(|| {
+                bad(format!(
+                    "unknown job algorithm {name:?} (bfs, sssp, wcc, wcc-lp, pagerank)"
+                ))
+            })?;
         let mut spec = JobSpec {
             text: text.to_string(),
             algo,
@@ -136,6 +142,9 @@ pub fn make_jobs(
                 bad: AtomicU64::new(u64::MAX),
                 bad_w: AtomicU64::new(0),
                 ids: ids.clone(),
+            }),
+            Algo::Wcc => Box::new(WccUf {
+                parent: VertexArray::in_memory(n, 0),
             }),
             Algo::WccLp => Box::new(Wcc {
                 label: VertexArray::in_memory(n, 0),
@@ -375,6 +384,51 @@ impl BspJob for Wcc {
     }
 }
 
+/// One-pass weakly connected components with the lock-free disjoint-set forest of
+/// [`crate::wcc`] (the streaming engine's `wcc`): an edge-streaming algorithm that
+/// fits the shared scan (graphcp-fcs24.md §3.6 lists such jobs beside the BSP ones).
+/// It reads every edge once, in the first iteration, and finishes; the other jobs go
+/// on without it. Every root is its set's smallest id, so the labels do not depend
+/// on the order of unions or the threads, and equal label propagation's.
+struct WccUf {
+    parent: VertexArray<u32>,
+}
+
+impl Job for WccUf {
+    fn init(&mut self, active: &AtomicBitmap) {
+        for (v, p) in self.parent.iter_mut().enumerate() {
+            *p = v as u32;
+        }
+        active.set_all();
+    }
+    fn ahead(&self, dsts: &[u32]) {
+        prefetch_each(self.parent.atomic(), dsts);
+    }
+    fn ahead_source(&self, u: u32) {
+        prefetch(self.parent.atomic(), u);
+    }
+    fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
+        let a = self.parent.atomic();
+        for &v in dsts {
+            crate::wcc::union(a, u, v);
+        }
+    }
+    fn end_iteration(&mut self, _: u64, _: &AtomicBitmap) -> std::result::Result<bool, String> {
+        Ok(true)
+    }
+}
+
+impl BspJob for WccUf {
+    fn into_run(mut self: Box<Self>, iterations: u64) -> Run {
+        let components = crate::wcc::flatten(&mut self.parent);
+        Run {
+            summary: format!("{components} components"),
+            output: Output::Labels(self.parent),
+            iterations,
+        }
+    }
+}
+
 struct PageRank {
     iterations: u64,
     damping: f64,
@@ -499,7 +553,8 @@ mod tests {
             (s.algo, s.iterations, s.damping),
             (Algo::PageRank, Some(5), 0.9)
         );
-        assert_eq!("wcc".parse::<JobSpec>().unwrap().algo, Algo::WccLp);
+        assert_eq!("wcc".parse::<JobSpec>().unwrap().algo, Algo::Wcc);
+        assert_eq!("wcc-lp".parse::<JobSpec>().unwrap().algo, Algo::WccLp);
         for (bad, want) in [
             ("bfs", "needs root=ID"),
             ("bfs:root=x", "not a vertex id"),

@@ -52,6 +52,21 @@ pub fn union(pa: &[AtomicU32], u: u32, v: u32) {
     }
 }
 
+/// Points every vertex at its root (its set's smallest id) and returns the number
+/// of sets: in ascending order, a parent is smaller and already final.
+pub fn flatten(pa: &mut [u32]) -> u64 {
+    let mut components = 0u64;
+    for v in 0..pa.len() {
+        let p = pa[v] as usize;
+        if p == v {
+            components += 1;
+        } else {
+            pa[v] = pa[p];
+        }
+    }
+    components
+}
+
 pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
     let mut pa = e.alloc::<u32>("parent", 0)?;
     {
@@ -65,16 +80,7 @@ pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
         // are random within the block's column interval.
         e.exec_ahead(Mode::Multi, |v| prefetch(a, v), |_, u, v, _| union(a, u, v))?;
     }
-    // Flatten: ascending order, parents are smaller and already final.
-    let mut components = 0u64;
-    for v in 0..pa.len() {
-        let p = pa[v] as usize;
-        if p == v {
-            components += 1;
-        } else {
-            pa[v] = pa[p];
-        }
-    }
+    let components = flatten(&mut pa);
     Ok(Run {
         output: Output::Labels(pa),
         iterations: 1,

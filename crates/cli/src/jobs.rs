@@ -20,8 +20,9 @@ use std::time::Instant;
 pub struct JobsArgs {
     /// The store directory.
     store: PathBuf,
-    /// Jobs as `algo[:key=value,...]`: bfs:root=ID, sssp:root=ID, wcc,
-    /// pagerank[:iterations=K,damping=D]. Roots are in the user's ids.
+    /// Jobs as `algo[:key=value,...]`: bfs:root=ID, sssp:root=ID, wcc (one-pass
+    /// union-find), wcc-lp (label propagation), pagerank[:iterations=K,damping=D].
+    /// Roots are in the user's ids.
     #[arg(required = true)]
     specs: Vec<String>,
     /// Memory budget for loaded sub-blocks, e.g. 512M.

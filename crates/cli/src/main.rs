@@ -43,7 +43,7 @@ enum Cmd {
     Run(run::RunArgs),
     /// Run the built-in example end to end: generate, ingest, info, then algorithms.
     Example(ExampleArgs),
-    /// Run several jobs (bfs, sssp, wcc, pagerank) sharing one scan of the store (GraphCP).
+    /// Run several jobs (bfs, sssp, wcc, wcc-lp, pagerank) sharing one scan of the store (GraphCP).
     Jobs(jobs::JobsArgs),
     /// Measure the storage device under a directory (sequential and random, O_DIRECT).
     Calibrate(bench::CalibrateArgs),

@@ -36,6 +36,7 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
             "sssp:root=20",
             "wcc",
             "pagerank:iterations=4",
+            "wcc-lp",
             "--io-mode",
             mode,
             "--verify",
@@ -45,7 +46,7 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
             s(&stats),
         ]);
         assert!(o.status.success(), "{mode}: {}", err(&o));
-        assert_eq!(err(&o).matches("verify job").count(), 4, "{}", err(&o));
+        assert_eq!(err(&o).matches("verify job").count(), 5, "{}", err(&o));
         for (file, args) in [
             (
                 "job-0-bfs.txt",
@@ -55,7 +56,8 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
                 "job-1-sssp.txt",
                 vec!["run", "sssp", s(&store), "--root", "20"],
             ),
-            ("job-2-wcc-lp.txt", vec!["run", "wcc", s(&store)]),
+            ("job-2-wcc.txt", vec!["run", "wcc", s(&store)]),
+            ("job-4-wcc-lp.txt", vec!["run", "wcc-lp", s(&store)]),
         ] {
             let single = dir.path().join("single.txt");
             let mut a = args.clone();
@@ -72,7 +74,9 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
         assert_eq!(pr.lines().count(), 6);
         let j: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-        assert_eq!(j["jobs"].as_array().unwrap().len(), 4);
+        assert_eq!(j["jobs"].as_array().unwrap().len(), 5);
+        // The union-find wcc finishes after its one pass.
+        assert_eq!(j["jobs"][2]["iterations"], 1);
         assert_eq!(j["jobs"][3]["iterations"], 4);
         assert!(j["shared"]["bytes_read"].as_u64().unwrap() > 0);
         assert!(j["shared"]["read_requests"].as_u64().unwrap() > 0);

@@ -78,8 +78,19 @@
 //! cuts the edges processed from 1.03G to 0.91G (sssp -20%, wcc -19%), with the
 //! same iterations and answers.
 //!
+//! Pulled activations (with DFVU, whole loads; not in the paper): before a whole
+//! row is processed, a min-monotone job's sources of that row that an earlier row
+//! of this iteration activated, and that are *not* active now, join this
+//! iteration's frontier and leave the next one: the row holds all their out-edges,
+//! and a min-monotone job may push a newer value at any time (its fixpoint is
+//! unique). This is the paper's "update future vertices ahead" carried from a row's
+//! own interval to every later row the iteration loads whole anyway — Gauss-Seidel
+//! order across rows; it costs no I/O, as the loads were planned before. A weighted
+//! job takes part only where the row was read with weights.
+//!
 //! Invariants: a job sees every edge (u, v) of the store whose source u is in its
-//! active set at the start of the iteration once in that iteration, whichever way
+//! active set at the start of the iteration once in that iteration (with pulled
+//! activations, also every source pulled into a row before the row), whichever way
 //! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated);
 //! selective loads read only index and run bytes and whole loads check the
 //! sub-block's checksums.
@@ -255,6 +266,10 @@ pub struct JobsStats {
     /// Activations for the next iteration dropped because the source was still
     /// to be processed in this iteration, with all its out-edges in one unit.
     pub covered: u64,
+    /// Activations for the next iteration taken into this one instead: the source
+    /// was not active, but its row, loaded whole later in this iteration, holds all
+    /// its out-edges.
+    pub pulled: u64,
     /// Tasks that ran a whole sub-block for a job with exclusive targets
     /// ([`Job::exclusive_targets`]: plain stores instead of atomic adds).
     pub exclusive_tasks: u64,
@@ -950,10 +965,23 @@ impl<'s> JobsEngine<'s> {
                     // complete unit holds them all), so that activation is done
                     // here and leaves the next frontier — else the DFVU round below
                     // would push the same value again. For min-monotone jobs only.
+                    // Pulled activations: in a whole row, a source that an earlier
+                    // unit activated but that is not active now has all its runs
+                    // here too, so it joins this iteration's frontier and leaves
+                    // the next one (Gauss-Seidel across rows).
                     if self.cfg.dfvu && u.complete {
                         for &k in &u.jobs {
                             let s = &slots[k];
-                            if s.job.future_updates() {
+                            if !s.job.future_updates() {
+                                continue;
+                            }
+                            let has_edges =
+                                u.weights || !s.job.weighted() || !self.store.weighted();
+                            if load == Load::Whole && has_edges {
+                                let (had, gained) = s.next.move_into(&s.active, range.clone());
+                                self.stats.covered += had;
+                                self.stats.pulled += gained;
+                            } else {
                                 self.stats.covered += s.next.clear_where(&s.active, range.clone());
                             }
                         }

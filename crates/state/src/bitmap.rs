@@ -124,6 +124,23 @@ impl AtomicBitmap {
         }
         cleared
     }
+    /// Moves the bits of `r` into `other` (same length): each set bit of `r` here
+    /// is cleared here and set in `other`. Returns how many moved bits `other` had
+    /// already and how many it gains.
+    pub fn move_into(&self, other: &AtomicBitmap, r: Range<u32>) -> (u64, u64) {
+        assert_eq!(self.len, other.len);
+        let (mut had, mut gained) = (0u64, 0u64);
+        for i in self.word_span(&r) {
+            let mask = range_mask(i, &r);
+            let m = self.words[i].fetch_and(!mask, Relaxed) & mask;
+            if m != 0 {
+                let before = other.words[i].fetch_or(m, Relaxed);
+                had += (before & m).count_ones() as u64;
+                gained += (!before & m).count_ones() as u64;
+            }
+        }
+        (had, gained)
+    }
     /// The set bits in `r`, ascending.
     pub fn ones_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
         let span = self.word_span(&r);
@@ -183,6 +200,28 @@ mod tests {
         assert_eq!(a.ones().collect::<Vec<_>>(), want);
         assert_eq!(a.clear_where(&b, r), 0);
         assert_eq!(b.count(), 150);
+    }
+
+    #[test]
+    fn move_into_moves_only_the_range() {
+        let (a, b) = (AtomicBitmap::new(300), AtomicBitmap::new(300));
+        for i in (0..300).step_by(3) {
+            a.set(i);
+        }
+        for i in (0..300).step_by(2) {
+            b.set(i);
+        }
+        let r = 5..250;
+        let had = r.clone().filter(|i| i % 6 == 0).count() as u64;
+        let gained = r.clone().filter(|i| i % 3 == 0 && i % 2 != 0).count() as u64;
+        assert_eq!(a.move_into(&b, r.clone()), (had, gained));
+        let left: Vec<u32> = (0..300).filter(|i| i % 3 == 0 && !r.contains(i)).collect();
+        assert_eq!(a.ones().collect::<Vec<_>>(), left);
+        let want: Vec<u32> = (0..300)
+            .filter(|i| i % 2 == 0 || (i % 3 == 0 && r.contains(i)))
+            .collect();
+        assert_eq!(b.ones().collect::<Vec<_>>(), want);
+        assert_eq!(a.move_into(&b, r), (0, 0));
     }
 
     #[test]
