@@ -6,7 +6,7 @@
 #
 #   bench/graphcp-modes.sh OUTCORE STORE REPS MEMORY SPEC...
 #   e.g. bench/graphcp-modes.sh target/release/outcore bench-data/kron22w.store 3 128M \
-#            pagerank:iterations=5 bfs:root=1525364 wcc sssp:root=1655433
+#            pagerank:iterations=5 bfs:root=1525364 wcc-lp sssp:root=1655433
 #
 # Runs are interleaved (the order rotating by repetition) with O_DIRECT reads; prints one
 # row per iteration: the shared active set, each mode's median seconds and bytes,
