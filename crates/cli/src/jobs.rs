@@ -226,7 +226,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         bail!("no jobs ran");
     }
     eprintln!(
-        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads, {} lists in {} groups; DFVU ran {} sources ahead), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
+        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads, {} lists in {} groups; DFVU ran {} sources ahead, pulled {} into their iteration), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
         es.jobs.len(),
         secs,
         es.iterations,
@@ -236,6 +236,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         es.lists_loaded,
         es.list_groups,
         es.dfvu_sources,
+        es.pulled,
         format_bytes(es.bytes_read),
         es.read_requests,
         es.io_seconds,
