@@ -338,3 +338,68 @@ fn a_job_error_stops_the_run_and_a_bad_root_is_refused() {
         .to_string();
     assert!(e.contains("root 99 is not a vertex"), "{e}");
 }
+
+/// DFVU across rows on a path 0 -> 1 -> ... -> 63 in 4 rows of 16 vertices, with
+/// PageRank beside bfs so that every row is loaded whole in every iteration: while a
+/// row is in memory the DFVU rounds carry the wave through it, and the next row takes
+/// the vertex the previous one activated in the same iteration, so bfs covers the
+/// whole path in its first iteration; without DFVU it needs one iteration per vertex.
+/// The depths are the same either way.
+#[test]
+fn dfvu_carries_a_wave_across_rows_in_one_iteration() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("path.txt");
+    let text: String = (0..63).map(|v| format!("{v} {}\n", v + 1)).collect();
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("path");
+    let opts = IngestOptions {
+        partitions: Some(4),
+        vertices: Some(64),
+        ..Default::default()
+    };
+    ingest(&[input], &out, &opts, &Quiet).unwrap();
+    let store = Store::open_with(&out, outcore_io::ReadMode::Buffered, IoStats::new()).unwrap();
+    assert_eq!(store.partitions(), 4);
+    let run = |dfvu: bool| {
+        let specs: Vec<JobSpec> = ["bfs:root=0", "pagerank:iterations=3"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let mut jobs: Vec<Box<dyn BspJob>> =
+            specs.iter().map(|s| make_job(s, &store).unwrap()).collect();
+        let cfg = JobsConfig {
+            io_mode: IoMode::Sequential,
+            dfvu,
+            dfvu_rounds: 16,
+            ..Default::default()
+        };
+        let mut e = JobsEngine::new(&store, cfg).unwrap();
+        let mut refs: Vec<&mut dyn Job> =
+            jobs.iter_mut().map(|j| &mut **j as &mut dyn Job).collect();
+        e.run(&mut refs, None).unwrap();
+        let st = e.stats().clone();
+        let bfs = jobs.remove(0).into_run(st.jobs[0].iterations);
+        (st, bfs.output)
+    };
+    let (with, out_with) = run(true);
+    let (without, out_without) = run(false);
+    // Every vertex but the root was processed ahead, in the iteration that
+    // reached it.
+    assert_eq!(with.jobs[0].iterations, 1, "{with:?}");
+    assert_eq!(with.dfvu_sources, 63, "{with:?}");
+    assert_eq!(without.dfvu_sources + without.pulled, 0);
+    assert_eq!(without.jobs[0].iterations, 64, "{without:?}");
+    same(&out_with, &out_without, "path bfs");
+    match out_with {
+        Output::Bfs(a) => {
+            for (v, &x) in a.iter().enumerate() {
+                assert_eq!(
+                    outcore_algos::bfs_entry(x).map(|t| t.0),
+                    Some(v as u32),
+                    "{v}"
+                );
+            }
+        }
+        _ => panic!("bfs gives depths"),
+    }
+}
