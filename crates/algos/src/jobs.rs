@@ -182,6 +182,15 @@ fn seed_root(st: &VertexArray<u64>, root: u32, active: &AtomicBitmap) {
     active.set(root);
 }
 
+/// Every vertex starts labelled with its own id (wcc's labels, union-find's
+/// parents), and active.
+fn own_ids(a: &mut VertexArray<u32>, active: &AtomicBitmap) {
+    for (v, x) in a.iter_mut().enumerate() {
+        *x = v as u32;
+    }
+    active.set_all();
+}
+
 struct Bfs {
     root: u32,
     st: VertexArray<u64>,
@@ -331,10 +340,7 @@ impl Job for Wcc {
         true
     }
     fn init(&mut self, active: &AtomicBitmap) {
-        for (v, l) in self.label.iter_mut().enumerate() {
-            *l = v as u32;
-        }
-        active.set_all();
+        own_ids(&mut self.label, active);
     }
     fn ahead(&self, dsts: &[u32]) {
         prefetch_each(self.label.atomic(), dsts);
@@ -396,10 +402,7 @@ struct WccUf {
 
 impl Job for WccUf {
     fn init(&mut self, active: &AtomicBitmap) {
-        for (v, p) in self.parent.iter_mut().enumerate() {
-            *p = v as u32;
-        }
-        active.set_all();
+        own_ids(&mut self.parent, active);
     }
     fn ahead(&self, dsts: &[u32]) {
         prefetch_each(self.parent.atomic(), dsts);

@@ -91,8 +91,8 @@
 //! read (faster convergence within the rows). It costs no I/O (the loads were
 //! planned before) and applies to the jobs active in the row when the iteration was
 //! planned (the others' activations there are left to the DFVU round; taking them
-//! into the main pass too measured no different). A weighted job takes part only
-//! where the row was read with weights.
+//! into the main pass too measured no different), whose weights the unit has read
+//! where they need them.
 //!
 //! Invariants: a job sees every edge (u, v) of the store whose source u is in its
 //! active set at the start of the iteration once in that iteration (with pulled
@@ -981,9 +981,8 @@ impl<'s> JobsEngine<'s> {
                             if !s.job.future_updates() {
                                 continue;
                             }
-                            let has_edges =
-                                u.weights || !s.job.weighted() || !self.store.weighted();
-                            if load == Load::Whole && has_edges {
+                            // A planned weighted job made the unit read weights.
+                            if load == Load::Whole {
                                 let (had, gained) = s.next.move_into(&s.active, range.clone());
                                 self.stats.covered += had;
                                 self.stats.pulled += gained;

@@ -182,8 +182,8 @@ fn range_mask(word: usize, r: &Range<u32>) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn clear_where_clears_only_shared_bits_in_range() {
+    /// Two bitmaps of 300 bits: every third set, and every second set.
+    fn thirds_and_halves() -> (AtomicBitmap, AtomicBitmap) {
         let (a, b) = (AtomicBitmap::new(300), AtomicBitmap::new(300));
         for i in (0..300).step_by(3) {
             a.set(i);
@@ -191,6 +191,12 @@ mod tests {
         for i in (0..300).step_by(2) {
             b.set(i);
         }
+        (a, b)
+    }
+
+    #[test]
+    fn clear_where_clears_only_shared_bits_in_range() {
+        let (a, b) = thirds_and_halves();
         let r = 5..250;
         let want: Vec<u32> = (0..300)
             .filter(|i| i % 3 == 0 && !(r.contains(i) && i % 2 == 0))
@@ -204,13 +210,7 @@ mod tests {
 
     #[test]
     fn move_into_moves_only_the_range() {
-        let (a, b) = (AtomicBitmap::new(300), AtomicBitmap::new(300));
-        for i in (0..300).step_by(3) {
-            a.set(i);
-        }
-        for i in (0..300).step_by(2) {
-            b.set(i);
-        }
+        let (a, b) = thirds_and_halves();
         let r = 5..250;
         let had = r.clone().filter(|i| i % 6 == 0).count() as u64;
         let gained = r.clone().filter(|i| i % 3 == 0 && i % 2 != 0).count() as u64;
