@@ -8,6 +8,9 @@
 #   e.g. bench/graphcp-modes.sh target/release/outcore bench-data/kron22w.store 3 128M \
 #            pagerank:iterations=5 bfs:root=1525364 wcc-lp sssp:root=1655433
 #
+# AUTO_ARGS (environment) are passed to the auto runs only, e.g.
+# AUTO_ARGS="--io-granularity row".
+#
 # Runs are interleaved (the order rotating by repetition) with O_DIRECT reads; prints one
 # row per iteration: the shared active set, each mode's median seconds and bytes,
 # the mode auto chose, and auto's seconds over the better of b1 and b2.
@@ -17,12 +20,15 @@ shift 4
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 modes=(auto sequential selective)
+read -r -a auto_args <<< "${AUTO_ARGS:-}"
 for r in $(seq 1 "$reps"); do
   # Each repetition starts with a different mode, so no mode always runs first.
   for i in 0 1 2; do
     m=${modes[$(((i + r) % 3))]}
+    extra=()
+    if [ "$m" = auto ]; then extra=("${auto_args[@]}"); fi
     "$bin" jobs "$store" "$@" --memory "$mem" --direct --no-dfvu --io-mode "$m" \
-      --stats "$out/$m-$r.json" >/dev/null 2>&1
+      ${extra[@]+"${extra[@]}"} --stats "$out/$m-$r.json" >/dev/null 2>&1
   done
 done
 python3 - "$out" "$reps" <<'PY'

@@ -8,7 +8,7 @@
 
 use outcore_algos::jobs::{make_job, BspJob, JobSpec};
 use outcore_algos::{verify::verify, Algo, Output, Params};
-use outcore_engine::{IoMode, Job, JobsConfig, JobsEngine, JobsStats};
+use outcore_engine::{Granularity, IoMode, Job, JobsConfig, JobsEngine, JobsStats};
 use outcore_io::calibrate::{RandomResult, SeqResult};
 use outcore_io::{DeviceProfile, IoStats};
 use outcore_store::ingest::Quiet;
@@ -51,6 +51,7 @@ fn run_jobs(
     store: &Store,
     specs: &[JobSpec],
     mode: IoMode,
+    granularity: Granularity,
     dfvu: bool,
 ) -> (Vec<outcore_algos::Run>, JobsStats) {
     let mut jobs: Vec<Box<dyn BspJob>> =
@@ -63,6 +64,7 @@ fn run_jobs(
         dfvu,
         dfvu_rounds: if dfvu { 3 } else { 1 },
         profile: Some(fast_random_device()),
+        granularity,
     };
     let mut e = JobsEngine::new(store, cfg).unwrap();
     {
@@ -80,6 +82,15 @@ fn run_jobs(
     let st = e.stats().clone();
     assert_eq!(st.jobs.len(), specs.len());
     assert_eq!(st.modes.len() as u64, st.iterations);
+    assert_eq!(st.iteration_row_modes.len() as u64, st.iterations);
+    assert!(st.fetched <= st.lists_loaded);
+    for (m, rows) in st.modes.iter().zip(&st.iteration_row_modes) {
+        let kinds = rows.iter().filter(|&&r| r > 0).count();
+        assert_eq!(kinds, 1 + (m == "mixed") as usize, "{m} {rows:?}");
+        if granularity == Granularity::Iteration || mode != IoMode::Auto {
+            assert_ne!(m, "mixed");
+        }
+    }
     assert_eq!(st.iteration_seconds.len() as u64, st.iterations);
     assert_eq!(st.iteration_bytes.iter().sum::<u64>(), st.bytes_read);
     assert!(st.jobs.iter().all(|j| j.finished));
@@ -197,7 +208,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
         ("grid-und", GenKind::Grid { rows: 20, cols: 15 }, true),
     ];
     let (mut auto_whole, mut auto_selective, mut auto_lists, mut dfvu_ahead) = (0, 0, 0, 0);
-    let (mut covered, mut pulled) = (0, 0);
+    let (mut covered, mut pulled, mut fetched, mut mixed) = (0, 0, 0, 0);
     let (mut exclusive, mut exclusive_none) = (0, 0);
     for (name, kind, undirected) in graphs {
         for p in [1u32, 4, 16] {
@@ -246,25 +257,36 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                 let alone: Vec<Output> = specs
                     .iter()
                     .map(|s| {
-                        run_jobs(&store, std::slice::from_ref(s), IoMode::Sequential, false)
-                            .0
-                            .remove(0)
-                            .output
+                        run_jobs(
+                            &store,
+                            std::slice::from_ref(s),
+                            IoMode::Sequential,
+                            Granularity::Iteration,
+                            false,
+                        )
+                        .0
+                        .remove(0)
+                        .output
                     })
                     .collect();
-                for (mode, dfvu) in [
-                    (IoMode::Auto, true),
-                    (IoMode::Sequential, true),
-                    (IoMode::Selective, true),
-                    (IoMode::Lists, true),
-                    (IoMode::Auto, false),
-                    (IoMode::Selective, false),
-                    (IoMode::Lists, false),
+                use Granularity::{Iteration, Row};
+                for (mode, gran, dfvu) in [
+                    (IoMode::Auto, Iteration, true),
+                    (IoMode::Auto, Row, true),
+                    (IoMode::Sequential, Iteration, true),
+                    (IoMode::Selective, Iteration, true),
+                    (IoMode::Lists, Iteration, true),
+                    (IoMode::Auto, Iteration, false),
+                    (IoMode::Auto, Row, false),
+                    (IoMode::Selective, Iteration, false),
+                    (IoMode::Lists, Iteration, false),
                 ] {
-                    let (runs, st) = run_jobs(&store, specs, mode, dfvu);
+                    let (runs, st) = run_jobs(&store, specs, mode, gran, dfvu);
                     dfvu_ahead += st.dfvu_sources;
                     covered += st.covered;
                     pulled += st.pulled;
+                    fetched += st.fetched;
+                    mixed += st.modes.iter().filter(|m| *m == "mixed").count();
                     if specs.iter().any(|s| s.algo == Algo::PageRank) {
                         exclusive += st.exclusive_tasks;
                     } else {
@@ -273,8 +295,11 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                     if !dfvu {
                         assert_eq!(st.dfvu_sources + st.covered + st.pulled, 0);
                     }
-                    if mode != IoMode::Sequential && mode != IoMode::Auto {
-                        assert_eq!(st.pulled, 0, "only whole rows pull activations");
+                    if mode == IoMode::Selective {
+                        assert_eq!(st.pulled, 0, "selective units pull no activations");
+                    }
+                    if mode == IoMode::Sequential || mode == IoMode::Selective {
+                        assert_eq!(st.fetched, 0, "only lists units fetch lists");
                     }
                     if mode == IoMode::Auto {
                         auto_whole += st.blocks_whole;
@@ -282,8 +307,10 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                         auto_lists += st.lists_loaded;
                     }
                     for (k, (run, s)) in runs.iter().zip(specs).enumerate() {
-                        let ctx =
-                            format!("{name} P={p} {mix} {mode:?} dfvu {dfvu} job {k} {}", s.text);
+                        let ctx = format!(
+                            "{name} P={p} {mix} {mode:?} {gran:?} dfvu {dfvu} job {k} {}",
+                            s.text
+                        );
                         same(&run.output, &alone[k], &ctx);
                         if s.algo != Algo::PageRank || s.damping == 0.85 {
                             against_reference(&store, &g, s, &run.output, &ctx);
@@ -304,6 +331,10 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
     assert!(covered > 0, "no activation was ever covered");
     // Some sources joined their iteration's frontier from the next one.
     assert!(pulled > 0, "no activation was ever pulled");
+    // Lists units read some such sources' lists on demand.
+    assert!(fetched > 0, "no list was ever fetched");
+    // Deciding per row mixed the ways of loading within an iteration somewhere.
+    assert!(mixed > 0, "no iteration mixed its rows' modes");
     // PageRank ran on whole sub-blocks with plain stores somewhere (and got the
     // same answers), and no other job ever did.
     assert!(

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use outcore_algos::jobs::{make_jobs, BspJob, JobSpec};
 use outcore_algos::verify::verify;
 use outcore_algos::{Algo, Params};
-use outcore_engine::{IoMode, Job, JobStats, JobsConfig, JobsEngine, JobsObserver};
+use outcore_engine::{Granularity, IoMode, Job, JobStats, JobsConfig, JobsEngine, JobsObserver};
 use outcore_io::{format_bytes, parse_size, DeviceProfile, IoStats, ReadMode};
 use outcore_store::Store;
 use std::path::PathBuf;
@@ -36,6 +36,10 @@ pub struct JobsArgs {
     /// out-edge lists, from the CSR).
     #[arg(long, default_value = "auto")]
     io_mode: IoMode,
+    /// Where auto decides: once per iteration (GraphCP) or for each row of the
+    /// grid (each source interval's sub-blocks).
+    #[arg(long, default_value = "iteration")]
+    io_granularity: Granularity,
     /// The I/O block size B of the cost model (GraphCP Algorithm 1).
     #[arg(long, default_value = "64K", value_parser = |s: &str| parse_size(s))]
     io_block: u64,
@@ -74,6 +78,7 @@ impl JobsArgs {
             memory: 1 << 30,
             threads: None,
             io_mode: IoMode::Auto,
+            io_granularity: Granularity::Iteration,
             io_block: 64 << 10,
             profile: None,
             no_dfvu: false,
@@ -143,6 +148,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let cfg = JobsConfig {
         memory: a.memory,
         io_mode: a.io_mode,
+        granularity: a.io_granularity,
         profile,
         io_block: a.io_block,
         dfvu: !a.no_dfvu,
@@ -215,6 +221,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
             "jobs": per_job,
             "shared": es,
             "io_mode": a.io_mode,
+            "io_granularity": a.io_granularity,
             "dfvu": !a.no_dfvu,
             "seconds": secs,
             "peak_rss_bytes": peak,

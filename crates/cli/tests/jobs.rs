@@ -28,7 +28,13 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
     assert!(o.status.success(), "{}", err(&o));
     let out = dir.path().join("out");
     let stats = dir.path().join("stats.json");
-    for mode in ["auto", "sequential", "selective", "lists"] {
+    for (mode, granularity) in [
+        ("auto", "iteration"),
+        ("auto", "row"),
+        ("sequential", "iteration"),
+        ("selective", "iteration"),
+        ("lists", "iteration"),
+    ] {
         let o = run(&[
             "jobs",
             s(&store),
@@ -39,6 +45,8 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
             "wcc-lp",
             "--io-mode",
             mode,
+            "--io-granularity",
+            granularity,
             "--verify",
             "--out-dir",
             s(&out),
@@ -75,6 +83,7 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
         let j: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
         assert_eq!(j["jobs"].as_array().unwrap().len(), 5);
+        assert_eq!(j["io_granularity"], granularity);
         // The union-find wcc finishes after its one pass.
         assert_eq!(j["jobs"][2]["iterations"], 1);
         assert_eq!(j["jobs"][3]["iterations"], 4);
@@ -85,6 +94,13 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
             assert_eq!(j["shared"]["blocks_whole"], 0);
         }
     }
+    let o = run(&["jobs", s(&store), "wcc", "--io-granularity", "column"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("unknown io granularity \"column\" (iteration or row)"),
+        "{}",
+        err(&o)
+    );
     for (spec, want) in [
         ("bfs:root=11", "root 11 is not a vertex"),
         ("bfs:depth=3", "takes no key \"depth\""),

@@ -18,7 +18,8 @@ pub mod vertex;
 
 pub use error::{EngineError, Result};
 pub use jobs::{
-    IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats, Task,
+    Granularity, IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats,
+    Task,
 };
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
