@@ -415,22 +415,34 @@ impl Fetcher<'_> {
         let plan = self.lists.plan(vs);
         let big = plan.iter().map(|g| g.b - g.a).max().unwrap_or(0);
         *largest = (*largest).max(4 * big + 4096);
-        let blocks = self
-            .pool
-            .install(|| {
-                plan.par_iter()
-                    .map(|g| self.lists.read(vs, g, weights))
-                    .collect::<std::result::Result<Vec<Block>, _>>()
-            })
-            .map_err(EngineError::from)?;
+        let blocks = read_lists(self.pool, self.lists, vs, &plan, weights)?;
         let secs = t.elapsed().as_secs_f64();
         stats.io_seconds += secs;
         stats.io_wait_seconds += secs;
         stats.list_groups += plan.len() as u64;
         stats.lists_loaded += vs.len() as u64;
         stats.fetched += vs.len() as u64;
-        Ok((vs.to_vec(), batch(blocks)))
+        Ok((vs.to_vec(), blocks))
     }
+}
+
+/// Reads the requests `groups` over the sorted `vertices` in parallel on `pool`,
+/// as loaded blocks (see [`batch`]).
+fn read_lists(
+    pool: &rayon::ThreadPool,
+    lists: &ListReader,
+    vertices: &[u32],
+    groups: &[ListGroup],
+    weights: bool,
+) -> Result<Vec<Loaded>> {
+    pool.install(|| {
+        groups
+            .par_iter()
+            .map(|g| lists.read(vertices, g, weights))
+            .collect::<std::result::Result<Vec<Block>, _>>()
+    })
+    .map(batch)
+    .map_err(EngineError::from)
 }
 
 /// Cuts items `0..n` into consecutive ranges `(g, h)` whose `bytes` sum to at most
@@ -982,6 +994,12 @@ impl<'s> JobsEngine<'s> {
             // Lists mode reads a list's targets and, with weights, as many weight
             // bytes, from the CSR's two files.
             let list_files = if with_weights { 2 } else { 1 };
+            // A third of the budget left beside the lists requests' read buffers
+            // (LIST_DEPTH threads, one buffer per CSR file each, as large as the
+            // largest request read so far).
+            let memory = self.cfg.memory;
+            let lists_third =
+                |largest: u64| memory.saturating_sub(LIST_DEPTH as u64 * list_files * largest) / 3;
             // The iteration's units: groups of one row's non-empty sub-blocks that fit
             // half the budget (one being processed, one read and handed over only
             // when processing takes it). Weights are read only for rows where a
@@ -1031,15 +1049,12 @@ impl<'s> JobsEngine<'s> {
                     };
                     // Groups of requests whose lists (targets, weights, 8 bytes a
                     // source) fit a third of the budget left beside the read
-                    // buffers of the requests in flight (one unit is processed,
-                    // one read, and the first may fetch as much on demand): each reading thread keeps one buffer
-                    // per CSR file, as large as the largest request it has read
-                    // (a page more for alignment), so at most LIST_DEPTH of the
-                    // largest request of the run so far.
+                    // buffers (one unit is processed, one read, and the first may
+                    // fetch as much on demand); a request's buffer is its bytes
+                    // and a page more for alignment.
                     let largest = plan.iter().map(|g| g.b - g.a).max().unwrap_or(0);
                     largest_list_request = largest_list_request.max(4 * largest + 4096);
-                    let buffers = LIST_DEPTH as u64 * list_files * largest_list_request;
-                    let unit_bytes = self.cfg.memory.saturating_sub(buffers) / 3;
+                    let unit_bytes = lists_third(largest_list_request);
                     let first_unit = units.len();
                     let group_bytes = |g: &ListGroup| {
                         4 * list_files * (g.b - g.a) + 8 * (g.last - g.first) as u64
@@ -1111,11 +1126,7 @@ impl<'s> JobsEngine<'s> {
             // Beside the lists requests' read buffers, a third of the budget holds
             // the unit being processed, a third the one being read, and a third
             // the lists a unit fetches on demand.
-            let fetch_cap = self
-                .cfg
-                .memory
-                .saturating_sub(LIST_DEPTH as u64 * list_files * largest_list_request)
-                / 3;
+            let fetch_cap = lists_third(largest_list_request);
             // A loader thread reads the units in order, several reads in flight on
             // its own small pool, while this thread processes the previous unit.
             let grid_ref = &grid;
@@ -1135,15 +1146,7 @@ impl<'s> JobsEngine<'s> {
                     for u in units_ref {
                         let t = Instant::now();
                         let loaded = if u.load == Load::Lists {
-                            list_pool
-                                .install(|| {
-                                    u.groups
-                                        .par_iter()
-                                        .map(|g| lists_ref.read(&u.active, g, u.weights))
-                                        .collect::<std::result::Result<Vec<Block>, _>>()
-                                })
-                                .map(batch)
-                                .map_err(EngineError::from)
+                            read_lists(list_pool, lists_ref, &u.active, &u.groups, u.weights)
                         } else {
                             io_pool.install(|| {
                                 u.cols
