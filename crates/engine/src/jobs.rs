@@ -46,7 +46,10 @@
 //! budget, one group ahead of the processing (I/O overlaps compute): it hands a
 //! group over only when processing takes it (a rendezvous channel), so at most two
 //! groups are in memory — the one being processed and the one read. Weights are
-//! read only for rows where a job that needs them is active.
+//! read only for rows where a job that needs them is active. The buffers of a
+//! processed group's whole sub-blocks go back to a spare list (at most half the
+//! budget) that the loader reads the next groups into, instead of allocating and
+//! zeroing fresh ones per sub-block.
 //!
 //! Scheduling (§3.3.3): a loaded sub-block becomes tasks of about 16K edges per job
 //! with active sources in it; rayon's work stealing runs them, so each job gets
@@ -423,6 +426,73 @@ impl Fetcher<'_> {
         stats.lists_loaded += vs.len() as u64;
         stats.fetched += vs.len() as u64;
         Ok((vs.to_vec(), blocks))
+    }
+}
+
+/// Whole sub-blocks handed back after processing, for the loader to read into
+/// again: no allocation and zeroing of fresh buffers per sub-block (which was a
+/// few percent of the CPU time of whole passes). It keeps at most `limit` bytes of
+/// buffers (half the budget: the unit just processed, whose memory the loader's
+/// next unit takes over), and hands a block out only to a sub-block that needs
+/// most of its buffers, so the units in memory stay close to their accounting.
+struct Spare {
+    blocks: std::sync::Mutex<Vec<RawBlock>>,
+    limit: u64,
+}
+
+impl Spare {
+    /// Slack a handed-out block may hold beyond a quarter more than the need.
+    const SLACK: u64 = 64 << 10;
+
+    fn new(limit: u64) -> Spare {
+        Spare {
+            blocks: std::sync::Mutex::new(Vec::new()),
+            limit,
+        }
+    }
+
+    /// A block to read a sub-block of `read` bytes, `decoded` bytes once decoded,
+    /// into: the smallest spare one that holds both without much waste, else a new
+    /// one.
+    fn take(&self, read: u64, decoded: u64) -> RawBlock {
+        // Direct reads are aligned to 4 KiB at both ends.
+        let read = read + 8192;
+        let need = read + decoded;
+        let mut v = self
+            .blocks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fit = v
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| {
+                let (p, d) = b.capacities();
+                p >= read && d >= decoded
+            })
+            .min_by_key(|(_, b)| b.capacity_bytes())
+            .map(|(i, b)| (i, b.capacity_bytes()));
+        match fit {
+            Some((i, cap)) if cap <= need + need / 4 + Self::SLACK => v.swap_remove(i),
+            _ => RawBlock::default(),
+        }
+    }
+
+    /// Keeps the whole sub-blocks of a processed unit, as far as the limit allows.
+    fn give(&self, loaded: Vec<Loaded>) {
+        let mut v = self
+            .blocks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held: u64 = v.iter().map(|b| b.capacity_bytes()).sum();
+        for l in loaded {
+            if let Loaded::Whole(b) = l {
+                let c = b.capacity_bytes();
+                if held + c <= self.limit {
+                    held += c;
+                    v.push(b);
+                }
+            }
+        }
     }
 }
 
@@ -847,14 +917,23 @@ impl<'s> JobsEngine<'s> {
                 index_blocks += (grid.entry(r, c).edges > 0) as u64;
             }
         }
-        let (s_seq, s_ran) = self.alg1(act, edge_bytes);
         let c_s = c_s_bytes as f64 / bw_seq;
+        let list_edges: u64 = act.iter().map(|&v| self.degrees[v as usize] as u64).sum();
         // Each needed sub-block's index is one more small request.
-        let c_r =
-            (index_bytes as f64 + s_seq) / bw_seq + (s_ran + 4096.0 * index_blocks as f64) / bw_ran;
+        let requests = 4096.0 * index_blocks as f64 / bw_ran;
+        // S_seq + S_ran counts every active edge's bytes at least once, so when the
+        // random bandwidth is not above the sequential one C_r is at least `floor`;
+        // a floor above C_s decides without Algorithm 1's pass over the active set
+        // (every iteration of a dense frontier, e.g. PageRank's).
+        let floor = (index_bytes as f64 + list_edges as f64 * edge_bytes) / bw_seq + requests;
+        let c_r = if bw_ran <= bw_seq && floor > c_s {
+            floor
+        } else {
+            let (s_seq, s_ran) = self.alg1(act, edge_bytes);
+            (index_bytes as f64 + s_seq) / bw_seq + s_ran / bw_ran + requests
+        };
         let best = c_s.min(c_r);
         let list_files = if with_weights { 2 } else { 1 };
-        let list_edges: u64 = act.iter().map(|&v| self.degrees[v as usize] as u64).sum();
         let mut plan = None;
         let c_l = if (4 * list_files * list_edges) as f64 / bw_seq < best {
             let g = plan.insert(lists.plan(act));
@@ -910,6 +989,7 @@ impl<'s> JobsEngine<'s> {
             .build()
             .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;
         let start_io: IoSnapshot = io.snapshot();
+        let spare = Spare::new(self.cfg.memory / 2);
         let mut it = 0u64;
         // Bytes of the largest lists request read so far (its buffers stay).
         let mut largest_list_request = 0u64;
@@ -1130,6 +1210,7 @@ impl<'s> JobsEngine<'s> {
             // A loader thread reads the units in order, several reads in flight on
             // its own small pool, while this thread processes the previous unit.
             let grid_ref = &grid;
+            let spare_ref = &spare;
             let lists_ref = &lists;
             let units_ref = &units;
             let io_pool = &io_pool;
@@ -1157,7 +1238,11 @@ impl<'s> JobsEngine<'s> {
                                                 u.row, c, &u.active, u.weights, io_block,
                                             )?))
                                         } else {
-                                            let mut b = RawBlock::default();
+                                            let read =
+                                                grid_ref.block_read_bytes(u.row, c, u.weights);
+                                            let all =
+                                                grid_ref.block_memory_bytes(u.row, c, u.weights);
+                                            let mut b = spare_ref.take(read, all - read);
                                             grid_ref
                                                 .read_block_into(u.row, c, u.weights, &mut b)?;
                                             Ok(Loaded::Whole(b))
@@ -1368,6 +1453,7 @@ impl<'s> JobsEngine<'s> {
                         self.stats.exclusive_tasks += exclusive;
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();
+                    spare.give(loaded);
                 }
                 Ok(())
             })?;

@@ -161,7 +161,13 @@ impl RawBlock {
     }
     /// Bytes of buffer held (packed and decoded).
     pub fn capacity_bytes(&self) -> u64 {
-        self.buf.capacity() as u64 + 4 * self.dec.capacity() as u64
+        let (packed, decoded) = self.capacities();
+        packed + decoded
+    }
+    /// Bytes of buffer held for the packed block as read, and for its decoded
+    /// sources, offsets and targets.
+    pub fn capacities(&self) -> (u64, u64) {
+        (self.buf.capacity() as u64, 4 * self.dec.capacity() as u64)
     }
 }
 
