@@ -390,19 +390,23 @@ struct Fetcher<'a> {
 }
 
 impl Fetcher<'_> {
-    /// The whole lists of the sorted vertices `cands`, as many of the first as fit
-    /// `room` bytes (which they use up), read in parallel requests: the vertices
-    /// read and their blocks. `largest` keeps the largest request (its buffers stay).
+    /// The whole lists of the vertices `cands` (sorted and deduplicated here), as
+    /// many of the first as fit `room` bytes (which they use up), read in parallel
+    /// requests into `loaded`: returns the vertices read. `largest` keeps the
+    /// largest request (its buffers stay).
     fn fetch(
         &self,
         stats: &mut JobsStats,
         largest: &mut u64,
-        cands: &[u32],
+        mut cands: Vec<u32>,
         room: &mut u64,
         weights: bool,
-    ) -> Result<(Vec<u32>, Vec<Loaded>)> {
+        loaded: &mut Vec<Loaded>,
+    ) -> Result<Vec<u32>> {
+        cands.sort_unstable();
+        cands.dedup();
         let mut take = 0;
-        for &v in cands {
+        for &v in &cands {
             let b = 4 * self.files * self.degrees[v as usize] as u64 + 8;
             if b > *room {
                 break;
@@ -410,22 +414,23 @@ impl Fetcher<'_> {
             *room -= b;
             take += 1;
         }
-        let vs = &cands[..take];
+        cands.truncate(take);
+        let vs = cands;
         if vs.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok(vs);
         }
         let t = Instant::now();
-        let plan = self.lists.plan(vs);
+        let plan = self.lists.plan(&vs);
         let big = plan.iter().map(|g| g.b - g.a).max().unwrap_or(0);
         *largest = (*largest).max(4 * big + 4096);
-        let blocks = read_lists(self.pool, self.lists, vs, &plan, weights)?;
+        loaded.extend(read_lists(self.pool, self.lists, &vs, &plan, weights)?);
         let secs = t.elapsed().as_secs_f64();
         stats.io_seconds += secs;
         stats.io_wait_seconds += secs;
         stats.list_groups += plan.len() as u64;
         stats.lists_loaded += vs.len() as u64;
         stats.fetched += vs.len() as u64;
-        Ok((vs.to_vec(), blocks))
+        Ok(vs)
     }
 }
 
@@ -1330,18 +1335,14 @@ impl<'s> JobsEngine<'s> {
                     // lists budget per unit) so that they join this pass instead of
                     // the next iteration — what pulled activations do for whole rows.
                     let mut room = fetch_cap;
-                    let mut missing: Vec<u32> =
-                        wanted.iter().flat_map(|(_, m)| m.iter().copied()).collect();
-                    missing.sort_unstable();
-                    missing.dedup();
-                    let (mut fetched, blocks) = fetcher.fetch(
+                    let mut fetched = fetcher.fetch(
                         &mut self.stats,
                         &mut largest_list_request,
-                        &missing,
+                        wanted.iter().flat_map(|(_, m)| m.iter().copied()).collect(),
                         &mut room,
                         u.weights,
+                        &mut loaded,
                     )?;
-                    loaded.extend(blocks);
                     for (k, missing) in &wanted {
                         let s = &slots[*k];
                         for &v in missing {
@@ -1397,7 +1398,7 @@ impl<'s> JobsEngine<'s> {
                         if u.load == Load::Lists {
                             // What the unit itself activated in its fetch range and
                             // does not hold: fetched, as far as the room allows.
-                            let mut missing: Vec<u32> = round_jobs
+                            let missing: Vec<u32> = round_jobs
                                 .iter()
                                 .flat_map(|&k| slots[k].next.ones_in(held.clone()))
                                 .filter(|v| {
@@ -1405,16 +1406,14 @@ impl<'s> JobsEngine<'s> {
                                         && fetched.binary_search(v).is_err()
                                 })
                                 .collect();
-                            missing.sort_unstable();
-                            missing.dedup();
-                            let (more, blocks) = fetcher.fetch(
+                            let more = fetcher.fetch(
                                 &mut self.stats,
                                 &mut largest_list_request,
-                                &missing,
+                                missing,
                                 &mut room,
                                 u.weights,
+                                &mut loaded,
                             )?;
-                            loaded.extend(blocks);
                             fetched.extend(more);
                             fetched.sort_unstable();
                         }
