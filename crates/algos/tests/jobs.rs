@@ -53,6 +53,7 @@ fn run_jobs(
     mode: IoMode,
     granularity: Granularity,
     dfvu: bool,
+    reuse: bool,
 ) -> (Vec<outcore_algos::Run>, JobsStats) {
     let mut jobs: Vec<Box<dyn BspJob>> =
         specs.iter().map(|s| make_job(s, store).unwrap()).collect();
@@ -65,6 +66,7 @@ fn run_jobs(
         dfvu_rounds: if dfvu { 3 } else { 1 },
         profile: Some(fast_random_device()),
         granularity,
+        reuse,
     };
     let mut e = JobsEngine::new(store, cfg).unwrap();
     {
@@ -94,6 +96,9 @@ fn run_jobs(
     assert_eq!(st.iteration_seconds.len() as u64, st.iterations);
     assert_eq!(st.iteration_bytes.iter().sum::<u64>(), st.bytes_read);
     assert!(st.jobs.iter().all(|j| j.finished));
+    if !reuse {
+        assert_eq!(st.blocks_reused + st.bytes_reused, 0);
+    }
     match mode {
         IoMode::Sequential => assert_eq!(st.blocks_selective + st.lists_loaded, 0),
         IoMode::Selective => assert_eq!(st.blocks_whole + st.lists_loaded, 0),
@@ -209,7 +214,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
     ];
     let (mut auto_whole, mut auto_selective, mut auto_lists, mut dfvu_ahead) = (0, 0, 0, 0);
     let (mut covered, mut pulled, mut fetched, mut mixed) = (0, 0, 0, 0);
-    let (mut exclusive, mut exclusive_none) = (0, 0);
+    let (mut exclusive, mut exclusive_none, mut reused) = (0, 0, 0);
     for (name, kind, undirected) in graphs {
         for p in [1u32, 4, 16] {
             let (store, g) = build(dir.path(), name, kind.clone(), undirected, p);
@@ -263,6 +268,7 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                             IoMode::Sequential,
                             Granularity::Iteration,
                             false,
+                            false,
                         )
                         .0
                         .remove(0)
@@ -281,8 +287,9 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
                     (IoMode::Selective, Iteration, false),
                     (IoMode::Lists, Iteration, false),
                 ] {
-                    let (runs, st) = run_jobs(&store, specs, mode, gran, dfvu);
+                    let (runs, st) = run_jobs(&store, specs, mode, gran, dfvu, true);
                     dfvu_ahead += st.dfvu_sources;
+                    reused += st.blocks_reused;
                     covered += st.covered;
                     pulled += st.pulled;
                     fetched += st.fetched;
@@ -326,6 +333,8 @@ fn every_mix_agrees_with_single_runs_and_references_in_every_io_mode() {
         "{auto_whole} whole, {auto_selective} selective, {auto_lists} lists"
     );
     assert!(dfvu_ahead > 0, "DFVU never ran ahead");
+    // Some iterations started with whole units the previous one kept.
+    assert!(reused > 0, "no unit was ever kept for the next iteration");
     // Some re-activations were covered by the source's own unit (and every
     // answer above still equals the single run and the reference).
     assert!(covered > 0, "no activation was ever covered");
@@ -432,5 +441,64 @@ fn dfvu_carries_a_wave_across_rows_in_one_iteration() {
             }
         }
         _ => panic!("bfs gives depths"),
+    }
+}
+
+/// Keeping an iteration's first whole units for the next one changes where the
+/// sub-blocks come from, not what the jobs see: on one thread (so the frontiers do
+/// not depend on timing) every answer, iteration and edge count is the same with
+/// and without reuse, and what reuse did not read is exactly what it reused.
+#[test]
+fn reused_units_replace_reads_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 10,
+        edge_factor: 8,
+    };
+    let (store, _) = build(dir.path(), "kron", kind, false, 8);
+    let specs: Vec<JobSpec> = [
+        "pagerank:iterations=4",
+        "bfs:root=3",
+        "sssp:root=5",
+        "wcc-lp",
+    ]
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let run = |reuse: bool| {
+        one.install(|| {
+            run_jobs(
+                &store,
+                &specs,
+                IoMode::Sequential,
+                Granularity::Iteration,
+                true,
+                reuse,
+            )
+        })
+    };
+    let (with, st_with) = run(true);
+    let (without, st_without) = run(false);
+    assert!(st_with.blocks_reused > 0, "{st_with:?}");
+    assert!(st_with.bytes_reused > 0);
+    assert_eq!(
+        st_with.blocks_whole + st_with.blocks_reused,
+        st_without.blocks_whole
+    );
+    assert_eq!(
+        st_with.bytes_read + st_with.bytes_reused,
+        st_without.bytes_read
+    );
+    assert_eq!(st_with.iterations, st_without.iterations);
+    for (k, (a, b)) in with.iter().zip(&without).enumerate() {
+        assert_eq!(
+            st_with.jobs[k].edges_processed,
+            st_without.jobs[k].edges_processed
+        );
+        same(&a.output, &b.output, &format!("job {k}"));
     }
 }

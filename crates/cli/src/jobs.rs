@@ -53,6 +53,10 @@ pub struct JobsArgs {
     /// CLIP-like re-entry for the min-monotone jobs).
     #[arg(long, default_value_t = 1)]
     dfvu_rounds: u32,
+    /// Do not keep an iteration's last whole units in memory for the next one
+    /// (nor alternate the rows' order between iterations).
+    #[arg(long)]
+    no_reuse: bool,
     /// Read the store with O_DIRECT.
     #[arg(long)]
     direct: bool,
@@ -83,6 +87,7 @@ impl JobsArgs {
             profile: None,
             no_dfvu: false,
             dfvu_rounds: 1,
+            no_reuse: false,
             direct: false,
             out_dir: None,
             out_format: OutFormat::Text,
@@ -153,6 +158,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         io_block: a.io_block,
         dfvu: !a.no_dfvu,
         dfvu_rounds: a.dfvu_rounds,
+        reuse: !a.no_reuse,
     };
     let mut engine = JobsEngine::new(&store, cfg)?;
     let bar = ProgressBar::new_spinner();
@@ -223,6 +229,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
             "io_mode": a.io_mode,
             "io_granularity": a.io_granularity,
             "dfvu": !a.no_dfvu,
+            "reuse": !a.no_reuse,
             "seconds": secs,
             "peak_rss_bytes": peak,
         });
@@ -233,13 +240,14 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         bail!("no jobs ran");
     }
     eprintln!(
-        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads, {} lists in {} groups; DFVU ran {} sources ahead, pulled {} into their iteration), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
+        "jobs: {} jobs in {:.2}s, {} iterations ({} whole, {} selective, {} skipped sub-block loads, {} reused, {} lists in {} groups; DFVU ran {} sources ahead, pulled {} into their iteration), read {} in {} requests, I/O {:.2}s, compute {:.2}s{}",
         es.jobs.len(),
         secs,
         es.iterations,
         es.blocks_whole,
         es.blocks_selective,
         es.blocks_skipped,
+        es.blocks_reused,
         es.lists_loaded,
         es.list_groups,
         es.dfvu_sources,

@@ -28,14 +28,15 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
     assert!(o.status.success(), "{}", err(&o));
     let out = dir.path().join("out");
     let stats = dir.path().join("stats.json");
-    for (mode, granularity) in [
-        ("auto", "iteration"),
-        ("auto", "row"),
-        ("sequential", "iteration"),
-        ("selective", "iteration"),
-        ("lists", "iteration"),
+    for (mode, granularity, reuse) in [
+        ("auto", "iteration", true),
+        ("auto", "row", true),
+        ("sequential", "iteration", true),
+        ("sequential", "iteration", false),
+        ("selective", "iteration", true),
+        ("lists", "iteration", true),
     ] {
-        let o = run(&[
+        let mut args = vec![
             "jobs",
             s(&store),
             "bfs:root=10",
@@ -52,7 +53,11 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
             s(&out),
             "--stats",
             s(&stats),
-        ]);
+        ];
+        if !reuse {
+            args.push("--no-reuse");
+        }
+        let o = run(&args);
         assert!(o.status.success(), "{mode}: {}", err(&o));
         assert_eq!(err(&o).matches("verify job").count(), 5, "{}", err(&o));
         for (file, args) in [
@@ -84,6 +89,12 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
             serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
         assert_eq!(j["jobs"].as_array().unwrap().len(), 5);
         assert_eq!(j["io_granularity"], granularity);
+        assert_eq!(j["reuse"], reuse);
+        if mode == "sequential" {
+            // Every unit fits the budget beside the others: from the second
+            // iteration on, whole units come from memory unless turned off.
+            assert_eq!(j["shared"]["blocks_reused"].as_u64().unwrap() > 0, reuse);
+        }
         // The union-find wcc finishes after its one pass.
         assert_eq!(j["jobs"][2]["iterations"], 1);
         assert_eq!(j["jobs"][3]["iterations"], 4);
