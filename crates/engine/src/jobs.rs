@@ -561,6 +561,25 @@ fn fill(n: usize, bytes: impl Fn(usize) -> u64, cap: u64) -> Vec<(usize, usize)>
     out
 }
 
+/// Cuts items `0..n` into as few consecutive ranges as [`fill`] does, of sizes as
+/// even as that count allows: the smallest cap up to `cap` that still needs no
+/// more ranges. Even units leave the most slack beside two of them (reuse) and
+/// keep the loader and the processing in step.
+fn fill_even(n: usize, bytes: impl Fn(usize) -> u64, cap: u64) -> Vec<(usize, usize)> {
+    let k = fill(n, &bytes, cap).len();
+    let total: u64 = (0..n).map(&bytes).sum();
+    let (mut lo, mut hi) = ((total / k.max(1) as u64).min(cap), cap);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fill(n, &bytes, mid).len() <= k {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    fill(n, bytes, hi)
+}
+
 /// The blocks of a lists unit's requests, in order, with runs of small ones
 /// joined into blocks of at least [`TASK_EDGES`] edges (a block is at least one
 /// task per job).
@@ -1239,7 +1258,7 @@ impl<'s> JobsEngine<'s> {
                 let cols: Vec<u32> = (0..p).filter(|&c| grid.entry(r, c).edges > 0).collect();
                 self.stats.blocks_skipped += (p as usize - cols.len()) as u64;
                 let block_bytes = |i: usize| grid.block_memory_bytes(r, cols[i], weights);
-                for (g, h) in fill(cols.len(), block_bytes, self.cfg.memory / 2) {
+                for (g, h) in fill_even(cols.len(), block_bytes, self.cfg.memory / 2) {
                     units.push(Unit {
                         load: row_loads[i],
                         row: r,
@@ -1616,6 +1635,43 @@ impl<'s> JobsEngine<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fill_even` cuts into as many ranges as `fill`, contiguous and covering
+    /// every item, none over the cap (but a single oversized item), and its
+    /// largest range is never larger than `fill`'s.
+    #[test]
+    fn fill_even_balances_within_the_cap() {
+        let sizes: Vec<Vec<u64>> = vec![
+            vec![],
+            vec![5],
+            vec![100],
+            vec![10; 16],
+            (1..40).map(|i| (i * 37) % 23 + 1).collect(),
+            vec![30, 1, 1, 1, 30, 1, 1, 1, 30],
+            vec![70, 5, 5, 70],
+        ];
+        for xs in &sizes {
+            for cap in [1u64, 10, 32, 50, 64, 1000] {
+                let by = |i: usize| xs[i];
+                let greedy = fill(xs.len(), by, cap);
+                let even = fill_even(xs.len(), by, cap);
+                assert_eq!(even.len(), greedy.len(), "{xs:?} cap {cap}");
+                let mut next = 0;
+                let size = |&(g, h): &(usize, usize)| (g..h).map(by).sum::<u64>();
+                for r in &even {
+                    assert_eq!(r.0, next, "{xs:?} cap {cap}: {even:?}");
+                    assert!(r.1 > r.0);
+                    assert!(size(r) <= cap || r.1 == r.0 + 1, "{xs:?} cap {cap}");
+                    next = r.1;
+                }
+                assert_eq!(next, xs.len());
+                let max = |v: &[(usize, usize)]| v.iter().map(size).max().unwrap_or(0);
+                assert!(max(&even) <= max(&greedy), "{xs:?} cap {cap}");
+            }
+        }
+        // Sixteen 10-byte items under a cap of 128: greedy 120 + 40, even 80 + 80.
+        assert_eq!(fill_even(16, |_| 10, 128), vec![(0, 8), (8, 16)]);
+    }
 
     /// Every picked run reaches `f` once, in order, with its own targets and
     /// weights, and nothing unpicked; no target is hinted twice; with sparse
