@@ -225,8 +225,8 @@ pub struct JobsConfig {
     pub dfvu_rounds: u32,
     /// Where `IoMode::Auto` decides: once per iteration (the paper) or per row.
     pub granularity: Granularity,
-    /// Keep the last whole units of an iteration in memory and start the next
-    /// iteration with them, the rows' order alternating between iterations.
+    /// Keep an iteration's first whole units in what the budget leaves beside two
+    /// units, and let the next iteration take them instead of reading them again.
     pub reuse: bool,
 }
 
@@ -396,9 +396,6 @@ impl Load {
     }
 }
 
-/// Seconds to read the lists of `plan` from `files` CSR payload files: the pages of
-/// requests that read at most `io_block` bytes at the random bandwidth `bw_list`,
-/// larger requests at the sequential one.
 /// What the cost model prices an iteration's loads with (see `JobsEngine::cheapest`).
 #[derive(Clone, Copy)]
 struct Pricing {
@@ -410,6 +407,9 @@ struct Pricing {
     fetch_yield: f64,
 }
 
+/// Seconds to read the lists of `plan` from `files` CSR payload files: the pages of
+/// requests that read at most `io_block` bytes at the random bandwidth `bw_list`,
+/// larger requests at the sequential one.
 fn lists_cost(plan: &[ListGroup], files: u64, io_block: u64, bw_seq: f64, bw_list: f64) -> f64 {
     let (mut seq, mut ran) = (0u64, 0u64);
     for g in plan {
@@ -1091,7 +1091,7 @@ impl<'s> JobsEngine<'s> {
             .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;
         let start_io: IoSnapshot = io.snapshot();
         let spare = Spare::new(self.cfg.memory / 2);
-        // The whole units the previous iteration kept, the last processed last.
+        // The whole units the previous iteration kept, in the order processed.
         let mut kept: Vec<Kept> = Vec::new();
         // The previous iteration's active edges (the cost model's fetch yield).
         let mut prev_edges: Option<u64> = None;
