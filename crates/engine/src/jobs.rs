@@ -145,7 +145,13 @@
 //! pass), whichever way
 //! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated);
 //! selective loads read only index and run bytes and whole loads check the
-//! sub-block's checksums.
+//! sub-block's checksums (a reused unit was checked when it was read, and the
+//! store is read-only). Kept units never push loaded data past the budget: at
+//! any time the kept units plus the unit processed and the unit read fit
+//! `memory`, as the two units alone do (unless a single sub-block is larger than
+//! half of it: it is then a unit of its own, and nothing is kept beside it). The
+//! spare buffers, at most half the budget, are idle memory the next reads take
+//! over.
 
 use crate::{EngineError, Result, AHEAD};
 use outcore_io::{DeviceProfile, IoSnapshot};
