@@ -53,8 +53,8 @@ pub struct JobsArgs {
     /// CLIP-like re-entry for the min-monotone jobs).
     #[arg(long, default_value_t = 1)]
     dfvu_rounds: u32,
-    /// Do not keep an iteration's last whole units in memory for the next one
-    /// (nor alternate the rows' order between iterations).
+    /// Do not keep an iteration's first whole sub-blocks in memory (in what the
+    /// budget leaves beside two units) for the next iteration.
     #[arg(long)]
     no_reuse: bool,
     /// Read the store with O_DIRECT.

@@ -61,17 +61,19 @@
 //! Reuse across iterations (not in the paper): two units are in memory at a time
 //! (the one processed and the one read), so when an iteration's units are smaller
 //! than half the budget M, the rest — M less twice the largest unit still to come
-//! in the iteration — holds the first whole units after they are processed, and
-//! the next iteration takes them from memory instead of reading them again where
-//! it loads the same row's sub-blocks whole (with weights where it needs them).
-//! The kept units stay within the budget for the whole iteration, so the rows'
-//! order does not change. (Keeping the *last* units instead, with every other
+//! in the iteration — holds the first whole sub-blocks after their units are
+//! processed, and the next iteration takes them from memory instead of reading
+//! them again where it loads the same sub-block whole (with weights where it
+//! needs them); a unit of which some sub-blocks are in memory reads only the
+//! others. The kept sub-blocks stay within the budget for the whole iteration,
+//! so the rows' order does not change. (Keeping the *last* units instead, with every other
 //! iteration run backwards or the kept rows moved first, measured worse: a
 //! frontier carried into the next iteration lies mostly in early rows, which the
 //! ascending order processes first and whose activations later rows pull — Het
 //! at Kronecker scale 22 needed 15 iterations and read 4.30 GiB instead of 13 and
-//! 3.42 GiB.) Het at scale 22, P = 32, 128 MiB: two rows per iteration, 3.42 ->
-//! 3.23 GiB read. `reuse: false` turns it off.
+//! 3.42 GiB.) Het at scale 22, 128 MiB: P = 32, about 2.2 of 32 rows per whole
+//! iteration, 3.42 -> 3.19 GiB read; P = 16, where a row takes 48-52 MB, half a
+//! row, 3.35 -> 3.27 GiB. `reuse: false` turns it off.
 //!
 //! Scheduling (§3.3.3): a loaded sub-block becomes tasks of about 16K edges per job
 //! with active sources in it; rayon's work stealing runs them, so each job gets
@@ -146,8 +148,8 @@
 //! the sub-block was loaded (and again ahead, under DFVU, if u was re-activated);
 //! selective loads read only index and run bytes and whole loads check the
 //! sub-block's checksums (a reused unit was checked when it was read, and the
-//! store is read-only). Kept units never push loaded data past the budget: at
-//! any time the kept units plus the unit processed and the unit read fit
+//! store is read-only). Kept sub-blocks never push loaded data past the budget:
+//! at any time the kept sub-blocks plus the unit processed and the unit read fit
 //! `memory`, as the two units alone do (unless a single sub-block is larger than
 //! half of it: it is then a unit of its own, and nothing is kept beside it). The
 //! spare buffers, at most half the budget, are idle memory the next reads take
@@ -231,8 +233,8 @@ pub struct JobsConfig {
     pub dfvu_rounds: u32,
     /// Where `IoMode::Auto` decides: once per iteration (the paper) or per row.
     pub granularity: Granularity,
-    /// Keep an iteration's first whole units in what the budget leaves beside two
-    /// units, and let the next iteration take them instead of reading them again.
+    /// Keep an iteration's first whole sub-blocks in what the budget leaves beside
+    /// two units, and let the next iteration take them instead of reading them.
     pub reuse: bool,
 }
 
@@ -640,23 +642,10 @@ enum Loaded {
     Selective(Block),
 }
 
-/// Memory the buffers of a unit's whole sub-blocks hold.
-fn unit_bytes_held(loaded: &[Loaded]) -> u64 {
-    loaded
-        .iter()
-        .map(|l| match l {
-            Loaded::Whole(b) => b.capacity_bytes(),
-            Loaded::Selective(_) => 0,
-        })
-        .sum()
-}
-
-/// A whole unit kept in memory after it was processed, for the next iteration.
+/// A whole sub-block kept in memory after its unit was processed, for the next
+/// iteration.
 struct Kept {
-    row: u32,
-    cols: Vec<u32>,
-    weights: bool,
-    loaded: Vec<Loaded>,
+    block: RawBlock,
     /// Memory its buffers hold.
     bytes: u64,
 }
@@ -1097,7 +1086,7 @@ impl<'s> JobsEngine<'s> {
             .map_err(|e| EngineError::Invalid(format!("cannot start the I/O threads: {e}")))?;
         let start_io: IoSnapshot = io.snapshot();
         let spare = Spare::new(self.cfg.memory / 2);
-        // The whole units the previous iteration kept, in the order processed.
+        // The whole sub-blocks the previous iteration kept, in the order processed.
         let mut kept: Vec<Kept> = Vec::new();
         // The previous iteration's active edges (the cost model's fetch yield).
         let mut prev_edges: Option<u64> = None;
@@ -1340,34 +1329,34 @@ impl<'s> JobsEngine<'s> {
             for x in (0..units.len()).rev() {
                 slack[x] = slack[x + 1].min(self.cfg.memory.saturating_sub(2 * unit_bytes[x]));
             }
-            // Reuse: the whole units the previous iteration kept are handed to the
-            // loader for the units they match (same row and sub-blocks, weights if
-            // needed) instead of being read, as far as they fit the slack of the
-            // iteration's other units; the rest go back to the spare buffers.
-            let mut preloaded: Vec<Option<Vec<Loaded>>> = (0..units.len()).map(|_| None).collect();
+            // Reuse: the whole sub-blocks the previous iteration kept are handed to
+            // the loader for the units that load them (same row and column, with
+            // weights if needed) instead of being read, as far as they fit the
+            // slack of the iteration's units; the rest go back to the spare buffers.
+            let mut preloaded: Vec<Vec<RawBlock>> = (0..units.len()).map(|_| Vec::new()).collect();
+            let mut preloaded_bytes = vec![0u64; units.len()];
             let mut kept_bytes = 0u64;
             for k in std::mem::take(&mut kept) {
+                let b = &k.block;
                 let x = units.iter().position(|u| {
                     u.load == Load::Whole
-                        && u.row == k.row
-                        && u.cols == k.cols
-                        && (k.weights || !u.weights)
+                        && u.row == b.row
+                        && u.cols.contains(&b.col)
+                        && (b.weights().is_some() || !u.weights)
                 });
                 match x {
                     Some(x) if kept_bytes + k.bytes <= slack[0] => {
                         kept_bytes += k.bytes;
-                        self.stats.blocks_reused += k.cols.len() as u64;
-                        self.stats.bytes_reused += k
-                            .cols
-                            .iter()
-                            .map(|&c| grid.block_read_bytes(k.row, c, units[x].weights))
-                            .sum::<u64>();
-                        preloaded[x] = Some(k.loaded);
+                        preloaded_bytes[x] += k.bytes;
+                        self.stats.blocks_reused += 1;
+                        self.stats.bytes_reused +=
+                            grid.block_read_bytes(b.row, b.col, units[x].weights);
+                        preloaded[x].push(k.block);
                     }
-                    _ => spare.give(k.loaded),
+                    _ => spare.give(vec![Loaded::Whole(k.block)]),
                 }
             }
-            let reused: Vec<bool> = preloaded.iter().map(Option::is_some).collect();
+            let reused: Vec<usize> = preloaded.iter().map(Vec::len).collect();
             // Beside the lists requests' read buffers, a third of the budget holds
             // the unit being processed, a third the one being read, and a third
             // the lists a unit fetches on demand.
@@ -1390,37 +1379,51 @@ impl<'s> JobsEngine<'s> {
                 let (tx, rx) = std::sync::mpsc::sync_channel::<(Result<Vec<Loaded>>, f64)>(0);
                 scope.spawn(move || {
                     for (u, pre) in units_ref.iter().zip(preloaded) {
-                        if let Some(loaded) = pre {
-                            if tx.send((Ok(loaded), 0.0)).is_err() {
-                                return;
-                            }
-                            continue;
-                        }
                         let t = Instant::now();
                         let loaded = if u.load == Load::Lists {
                             read_lists(list_pool, lists_ref, &u.active, &u.groups, u.weights)
                         } else {
-                            io_pool.install(|| {
-                                u.cols
-                                    .par_iter()
-                                    .map(|&c| -> Result<Loaded> {
-                                        if u.load == Load::Runs {
-                                            Ok(Loaded::Selective(grid_ref.read_sources_merged(
-                                                u.row, c, &u.active, u.weights, io_block,
-                                            )?))
-                                        } else {
-                                            let read =
-                                                grid_ref.block_read_bytes(u.row, c, u.weights);
-                                            let all =
-                                                grid_ref.block_memory_bytes(u.row, c, u.weights);
-                                            let mut b = spare_ref.take(read, all - read);
-                                            grid_ref
-                                                .read_block_into(u.row, c, u.weights, &mut b)?;
-                                            Ok(Loaded::Whole(b))
-                                        }
-                                    })
-                                    .collect::<Result<Vec<_>>>()
-                            })
+                            // The sub-blocks kept from the previous iteration
+                            // are not read again.
+                            let to_read: Vec<u32> = u
+                                .cols
+                                .iter()
+                                .copied()
+                                .filter(|&c| pre.iter().all(|b| b.col != c))
+                                .collect();
+                            io_pool
+                                .install(|| {
+                                    to_read
+                                        .par_iter()
+                                        .map(|&c| -> Result<Loaded> {
+                                            if u.load == Load::Runs {
+                                                Ok(Loaded::Selective(
+                                                    grid_ref.read_sources_merged(
+                                                        u.row, c, &u.active, u.weights, io_block,
+                                                    )?,
+                                                ))
+                                            } else {
+                                                let read =
+                                                    grid_ref.block_read_bytes(u.row, c, u.weights);
+                                                let all = grid_ref
+                                                    .block_memory_bytes(u.row, c, u.weights);
+                                                let mut b = spare_ref.take(read, all - read);
+                                                grid_ref
+                                                    .read_block_into(u.row, c, u.weights, &mut b)?;
+                                                Ok(Loaded::Whole(b))
+                                            }
+                                        })
+                                        .collect::<Result<Vec<_>>>()
+                                })
+                                .map(|mut read| {
+                                    // In the columns' order, whatever came from memory.
+                                    read.extend(pre.into_iter().map(Loaded::Whole));
+                                    read.sort_by_key(|l| match l {
+                                        Loaded::Whole(b) => b.col,
+                                        Loaded::Selective(_) => 0,
+                                    });
+                                    read
+                                })
                         };
                         let failed = loaded.is_err();
                         if tx.send((loaded, t.elapsed().as_secs_f64())).is_err() || failed {
@@ -1437,8 +1440,7 @@ impl<'s> JobsEngine<'s> {
                     self.stats.io_seconds += io_secs;
                     self.stats.io_wait_seconds += t.elapsed().as_secs_f64();
                     match u.load {
-                        Load::Whole if reused[x] => {}
-                        Load::Whole => self.stats.blocks_whole += loaded.len() as u64,
+                        Load::Whole => self.stats.blocks_whole += (loaded.len() - reused[x]) as u64,
                         Load::Runs => self.stats.blocks_selective += loaded.len() as u64,
                         Load::Lists => {
                             self.stats.list_groups += u.groups.len() as u64;
@@ -1619,29 +1621,29 @@ impl<'s> JobsEngine<'s> {
                         self.stats.exclusive_tasks += exclusive;
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();
-                    // A reused unit leaves the units held for later.
-                    if reused[x] {
-                        kept_bytes -= unit_bytes_held(&loaded);
+                    // Its sub-blocks from memory leave those held for later.
+                    kept_bytes -= preloaded_bytes[x];
+                    // Reuse: keep its whole sub-blocks for the next iteration while
+                    // they and the others held fit the slack the rest of this
+                    // iteration leaves (two of its units in memory at once): the
+                    // first sub-blocks in the rows' order are kept, which the next
+                    // iteration starts with.
+                    let mut spent = Vec::new();
+                    for l in loaded {
+                        match l {
+                            Loaded::Whole(block) if self.cfg.reuse => {
+                                let bytes = block.capacity_bytes();
+                                if kept_bytes + bytes <= slack[x + 1] {
+                                    kept_bytes += bytes;
+                                    kept.push(Kept { block, bytes });
+                                } else {
+                                    spent.push(Loaded::Whole(block));
+                                }
+                            }
+                            l => spent.push(l),
+                        }
                     }
-                    // Reuse: keep the unit for the next iteration while it and the
-                    // other held units fit the slack the rest of this iteration
-                    // leaves (two of its units in memory at once); the first units
-                    // of the rows' order are kept, which the next iteration starts
-                    // with.
-                    let bytes = unit_bytes_held(&loaded);
-                    if self.cfg.reuse && u.load == Load::Whole && kept_bytes + bytes <= slack[x + 1]
-                    {
-                        kept_bytes += bytes;
-                        kept.push(Kept {
-                            row: u.row,
-                            cols: u.cols.clone(),
-                            weights: u.weights,
-                            bytes,
-                            loaded,
-                        });
-                    } else {
-                        spare.give(loaded);
-                    }
+                    spare.give(spent);
                 }
                 Ok(())
             })?;
