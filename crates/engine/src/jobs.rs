@@ -642,14 +642,6 @@ enum Loaded {
     Selective(Block),
 }
 
-/// A whole sub-block kept in memory after its unit was processed, for the next
-/// iteration.
-struct Kept {
-    block: RawBlock,
-    /// Memory its buffers hold.
-    bytes: u64,
-}
-
 /// Sources, offsets, targets and weights of a loaded sub-block.
 type Parts<'a> = (&'a [u32], &'a [u32], &'a [u32], Option<&'a [f32]>);
 
@@ -1087,7 +1079,7 @@ impl<'s> JobsEngine<'s> {
         let start_io: IoSnapshot = io.snapshot();
         let spare = Spare::new(self.cfg.memory / 2);
         // The whole sub-blocks the previous iteration kept, in the order processed.
-        let mut kept: Vec<Kept> = Vec::new();
+        let mut kept: Vec<RawBlock> = Vec::new();
         // The previous iteration's active edges (the cost model's fetch yield).
         let mut prev_edges: Option<u64> = None;
         let mut it = 0u64;
@@ -1115,16 +1107,23 @@ impl<'s> JobsEngine<'s> {
             let active: Vec<u32> = shared.ones().collect();
             self.stats.iteration_active.push(active.len() as u64);
             // The share of the previous iteration's active edges that activated a
-            // vertex for this one (fetched activations in the cost model).
-            let active_edges: u64 = active
-                .iter()
-                .map(|&v| self.degrees[v as usize] as u64)
-                .sum();
-            let fetch_yield = match prev_edges {
-                Some(e) if self.cfg.dfvu && e > 0 => (active.len() as f64 / e as f64).min(1.0),
-                _ => 0.0,
+            // vertex for this one (fetched activations in the cost model; only the
+            // auto mode with DFVU uses it).
+            let fetch_yield = if self.cfg.io_mode == IoMode::Auto && self.cfg.dfvu {
+                let y = match prev_edges {
+                    Some(e) if e > 0 => (active.len() as f64 / e as f64).min(1.0),
+                    _ => 0.0,
+                };
+                prev_edges = Some(
+                    active
+                        .iter()
+                        .map(|&v| self.degrees[v as usize] as u64)
+                        .sum(),
+                );
+                y
+            } else {
+                0.0
             };
-            prev_edges = Some(active_edges);
             let price = Pricing {
                 edge_bytes,
                 with_weights,
@@ -1336,8 +1335,8 @@ impl<'s> JobsEngine<'s> {
             let mut preloaded: Vec<Vec<RawBlock>> = (0..units.len()).map(|_| Vec::new()).collect();
             let mut preloaded_bytes = vec![0u64; units.len()];
             let mut kept_bytes = 0u64;
-            for k in std::mem::take(&mut kept) {
-                let b = &k.block;
+            for b in std::mem::take(&mut kept) {
+                let bytes = b.capacity_bytes();
                 let x = units.iter().position(|u| {
                     u.load == Load::Whole
                         && u.row == b.row
@@ -1345,15 +1344,15 @@ impl<'s> JobsEngine<'s> {
                         && (b.weights().is_some() || !u.weights)
                 });
                 match x {
-                    Some(x) if kept_bytes + k.bytes <= slack[0] => {
-                        kept_bytes += k.bytes;
-                        preloaded_bytes[x] += k.bytes;
+                    Some(x) if kept_bytes + bytes <= slack[0] => {
+                        kept_bytes += bytes;
+                        preloaded_bytes[x] += bytes;
                         self.stats.blocks_reused += 1;
                         self.stats.bytes_reused +=
                             grid.block_read_bytes(b.row, b.col, units[x].weights);
-                        preloaded[x].push(k.block);
+                        preloaded[x].push(b);
                     }
-                    _ => spare.give(vec![Loaded::Whole(k.block)]),
+                    _ => spare.give(vec![Loaded::Whole(b)]),
                 }
             }
             let reused: Vec<usize> = preloaded.iter().map(Vec::len).collect();
@@ -1416,6 +1415,9 @@ impl<'s> JobsEngine<'s> {
                                         .collect::<Result<Vec<_>>>()
                                 })
                                 .map(|mut read| {
+                                    if pre.is_empty() {
+                                        return read;
+                                    }
                                     // In the columns' order, whatever came from memory.
                                     read.extend(pre.into_iter().map(Loaded::Whole));
                                     read.sort_by_key(|l| match l {
@@ -1635,7 +1637,7 @@ impl<'s> JobsEngine<'s> {
                                 let bytes = block.capacity_bytes();
                                 if kept_bytes + bytes <= slack[x + 1] {
                                     kept_bytes += bytes;
-                                    kept.push(Kept { block, bytes });
+                                    kept.push(block);
                                 } else {
                                     spent.push(Loaded::Whole(block));
                                 }
