@@ -303,7 +303,7 @@ def vrun(*args):
 
 
 @pytest.mark.parametrize("name", ALL)
-@pytest.mark.parametrize("order,policy", [("original", None), ("norder", "gvs"), ("random", "lowd")])
+@pytest.mark.parametrize("order,policy", [("original", None), ("norder", "gvs"), ("norder", "gvs-page"), ("random", "lowd")])
 def test_vertex_bfs_matches_scipy(name, order, policy, work):
     g, _ = graph(name, work)
     store = vertex_store(name, order, work)

@@ -405,7 +405,7 @@ fn gvs_fills_the_budget_and_saved_selections_round_trip() {
                 policy,
                 budget,
                 k: 10,
-                page_size: 4096,
+                page_size: 512,
                 seed: 1,
             },
         )
@@ -419,13 +419,35 @@ fn gvs_fills_the_budget_and_saved_selections_round_trip() {
         assert_eq!(distinct.len(), sel.vertices.len(), "{}", policy.name());
         assert!(sel.vertices.iter().all(|&v| out[v as usize] > 0));
         if policy != Policy::Gvs {
-            // The degree policies stop at the first list that does not fit.
+            // The degree policies stop at the first list that does not fit; gvs-page
+            // fills its last round with the groups that still fit.
             assert!(edges * 8 > budget / 2, "{}: {edges} edges", policy.name());
+        }
+        if policy == Policy::GvsPage {
+            // Whole page groups: of the lists starting on one 512-byte page of
+            // the targets, all are selected or none.
+            let off = store.csr("out").unwrap().into_offsets();
+            let mut chosen = vec![false; out.len()];
+            for &v in &sel.vertices {
+                chosen[v as usize] = true;
+            }
+            let mut groups = std::collections::HashMap::new();
+            for v in (0..out.len()).filter(|&v| out[v] > 0) {
+                groups
+                    .entry(off[v] * 4 / 512)
+                    .or_insert_with(Vec::new)
+                    .push(chosen[v]);
+            }
+            assert!(groups.len() > 4, "{} pages", groups.len());
+            assert!(groups
+                .values()
+                .all(|g| g.iter().all(|&x| x) || g.iter().all(|&x| !x)));
+            assert!(groups.values().any(|g| g[0]) && groups.values().any(|g| !g[0]));
         }
         select::save(store, &sel).unwrap();
     }
     let store = Store::open(store.dir()).unwrap();
-    assert_eq!(store.manifest().selections.len(), 4);
+    assert_eq!(store.manifest().selections.len(), Policy::ALL.len());
     for policy in Policy::ALL {
         let (rec, v) = select::load(&store, policy).unwrap().unwrap();
         assert_eq!(rec.vertices as usize, v.len());

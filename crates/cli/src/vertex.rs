@@ -25,7 +25,7 @@ pub struct VertexArgs {
     /// percentage of the CSR read (5%). Default: 25%,0 without --policy, 5%,20% with.
     #[arg(long)]
     pub cache_split: Option<String>,
-    /// Static-cache selection: gvs, lowd, highd, random. A selection saved by
+    /// Static-cache selection: gvs, gvs-page, lowd, highd, random. A selection saved by
     /// `outcore select-cache` is loaded; otherwise it is computed before the run.
     #[arg(long)]
     pub policy: Option<Policy>,
@@ -120,7 +120,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
     let (page_cache, static_cache) =
         cache_split(v.cache_split.as_deref().unwrap_or(default_split), csr)?;
     if static_cache > 0 && v.policy.is_none() {
-        bail!("--cache-split gives the static cache {}, but no --policy says what to put in it (gvs, lowd, highd, random)", format_bytes(static_cache));
+        bail!("--cache-split gives the static cache {}, but no --policy says what to put in it (gvs, gvs-page, lowd, highd, random)", format_bytes(static_cache));
     }
     let (selection, sel_note) = match v.policy {
         None => (Vec::new(), String::new()),
@@ -292,6 +292,21 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(" -> ")
         ),
+        // The engine names its dense ids; the summary names the user's, and a tie
+        // goes to the smallest user id, so every vertex order reports the same one.
+        (Output::Values(x), VAlgo::Bc) => {
+            let top = x
+                .iter()
+                .enumerate()
+                .map(|(d, &c)| (c, user(d as u32)))
+                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+            format!(
+                "{} sources, highest centrality {:.6} (vertex {})",
+                r.extra.sources.len(),
+                top.map_or(0.0, |t| t.0),
+                top.map_or(0, |t| t.1)
+            )
+        }
         _ => r.run.summary.clone(),
     };
     eprintln!(
@@ -321,7 +336,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
 pub struct SelectArgs {
     /// The store directory.
     pub store: PathBuf,
-    /// gvs, lowd, highd or random.
+    /// gvs, gvs-page, lowd, highd or random.
     #[arg(long)]
     pub policy: Policy,
     /// Static-cache size: a size (256M) or a percentage of the CSR (20%).

@@ -65,6 +65,7 @@ fn answers_are_in_user_ids_for_every_order_split_and_policy() {
             vec![],
             vec!["--page-size", "512", "--cache-split", "0,0"],
             vec!["--policy", "gvs", "--k", "3"],
+            vec!["--policy", "gvs-page", "--k", "2", "--cache-split", "0,30%"],
             vec!["--policy", "lowd", "--cache-split", "1K,50%"],
             vec!["--policy", "random", "--buffered", "--queue-depth", "1"],
         ] {
@@ -92,6 +93,15 @@ fn answers_are_in_user_ids_for_every_order_split_and_policy() {
             result(d.path(), &["bc", g, "--sources", "100", "--verify"]),
             "5 0.00000000000000e0\n7 0.00000000000000e0\n10 1.00000000000000e0\n20 1.00000000000000e0\n30 1.00000000000000e0\n1000 1.00000000000000e0\n2000 0.00000000000000e0\n",
             "{g}"
+        );
+        // The summary names the top vertex in the user's ids; 10, 20, 30 and 1000
+        // tie, and the smallest user id wins in every order.
+        let o = run(&["run", "bc", g, "--sources", "100", "--engine", "vertex"]);
+        assert!(o.status.success(), "{}", err(&o));
+        assert!(
+            err(&o).contains("highest centrality 1.000000 (vertex 10)"),
+            "{g}: {}",
+            err(&o)
         );
         // Sum of distances from all sources: 10 is reached from 20 (2) and 30 (1).
         assert_eq!(

@@ -2,7 +2,8 @@
 //! hold in memory for a whole run of BFS-like algorithms.
 //!
 //! Policies: [`Policy::Gvs`] (Greedy Vertex Selection, Algorithm 1, with the
-//! incremental recomputation of §3.2), [`Policy::LowD`] / [`Policy::HighD`]
+//! incremental recomputation of §3.2), [`Policy::GvsPage`] (the same penalties,
+//! whole pages at a time), [`Policy::LowD`] / [`Policy::HighD`]
 //! (ascending / descending out-degree) and [`Policy::Random`] (seeded shuffle). A
 //! selection is a list of vertices, most wanted first; a run loads the longest
 //! prefix that fits its static cache, so one saved selection serves smaller
@@ -20,6 +21,16 @@
 //! in-neighbours of the newly selected vertices are recomputed: their
 //! contributions under the old selection are subtracted and those under the new
 //! added (§3.2's optimization), and changed penalties re-enter a lazy max-heap.
+//!
+//! `gvs-page` ([`Policy::GvsPage`]) keeps those penalties but selects a page group
+//! at a time: every vertex (with out-edges) whose list starts on one page, ranked
+//! by the group's summed penalty over its summed out-degree, and recomputed the
+//! same way after each round. §3's aim is that "the entire page containing the data
+//! need not be retrieved", and a page is skipped only when every list a frontier
+//! wants from it is cached: single vertices scattered over many pages (what
+//! Algorithm 1 picks, much like LowD) leave those pages to be read anyway. Groups
+//! come in lumps, so the last round skips groups that do not fit and fills the
+//! rest of the budget with the next ones that do.
 //!
 //! GVS reads the CSR through a memory map and builds the in-adjacency in memory
 //! (4 bytes per edge): it is an offline step, like the paper's.
@@ -39,16 +50,26 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     Gvs,
+    /// GVS's penalties (Algorithm 1), selecting whole page groups: all the edge
+    /// lists that start on one page at once.
+    GvsPage,
     LowD,
     HighD,
     Random,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 4] = [Policy::Gvs, Policy::LowD, Policy::HighD, Policy::Random];
+    pub const ALL: [Policy; 5] = [
+        Policy::Gvs,
+        Policy::GvsPage,
+        Policy::LowD,
+        Policy::HighD,
+        Policy::Random,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Policy::Gvs => "gvs",
+            Policy::GvsPage => "gvs-page",
             Policy::LowD => "lowd",
             Policy::HighD => "highd",
             Policy::Random => "random",
@@ -62,7 +83,9 @@ impl std::str::FromStr for Policy {
         Policy::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown cache policy {s:?} (gvs, lowd, highd or random)"))
+            .ok_or_else(|| {
+                format!("unknown cache policy {s:?} (gvs, gvs-page, lowd, highd or random)")
+            })
     }
 }
 
@@ -135,7 +158,8 @@ pub fn select(store: &Store, opts: &SelectOptions) -> Result<Selection> {
             }
             prefix(v, &out, m)
         }
-        Policy::Gvs => gvs(store, &out, m, opts.k, opts.page_size)?,
+        Policy::Gvs => gvs(store, &out, m, opts.k, opts.page_size, Unit::Vertex)?,
+        Policy::GvsPage => gvs(store, &out, m, opts.k, opts.page_size, Unit::Page)?,
     };
     let edges = vertices.iter().map(|&v| out[v as usize] as u64).sum();
     Ok(Selection {
@@ -198,8 +222,24 @@ pub(crate) fn mapped_out_csr(store: &Store) -> Result<(Vec<u64>, LayoutFile)> {
     Ok((offsets, targets))
 }
 
+/// What one greedy step of GVS selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// One vertex (Algorithm 1 as written).
+    Vertex,
+    /// Every vertex whose list starts on one page (`gvs-page`).
+    Page,
+}
+
 /// Greedy Vertex Selection (Algorithm 1) with incremental recomputation.
-fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<Vec<u32>> {
+fn gvs(
+    store: &Store,
+    dout: &[u32],
+    m: u64,
+    k_rounds: u32,
+    page: u64,
+    unit: Unit,
+) -> Result<Vec<u32>> {
     let n = dout.len();
     let (offsets, lf) = mapped_out_csr(store)?;
     let len = (lf.file.len() - HEADER_LEN) as usize;
@@ -277,29 +317,74 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
     for v in 0..n {
         contrib(v, 1.0, &mut tt, &|_| false, &mut touched);
     }
-    let score = |tt: &[f64], u: usize| tt[u] / dout[u] as f64;
-    let mut heap: BinaryHeap<Cand> = (0..n)
-        .filter(|&u| dout[u] > 0 && tt[u] > 0.0)
-        .map(|u| Cand(score(&tt, u), u as u32))
+    // Page groups (Unit::Page): the vertices whose lists start on page p are the
+    // id range first[p]..first[p + 1] (offsets ascend); those with out-edges are
+    // the group's members, selected together.
+    let first: Vec<usize> = match unit {
+        Unit::Vertex => Vec::new(),
+        Unit::Page => (0..=pages as u64)
+            .map(|p| offsets[..n].partition_point(|&o| o * 4 / page < p))
+            .collect(),
+    };
+    let members = |p: usize| (first[p]..first[p + 1]).filter(|&u| dout[u] > 0);
+    let pdeg: Vec<u64> = match unit {
+        Unit::Vertex => Vec::new(),
+        Unit::Page => (0..pages)
+            .map(|p| members(p).map(|u| dout[u] as u64).sum())
+            .collect(),
+    };
+    // A candidate's cost in edges and its penalty per edge (line 13 for a vertex;
+    // for a page group, the summed penalty of its members over their summed edges).
+    let cost = |c: usize| match unit {
+        Unit::Vertex => dout[c] as u64,
+        Unit::Page => pdeg[c],
+    };
+    let score = |tt: &[f64], c: usize| match unit {
+        Unit::Vertex => tt[c] / dout[c] as f64,
+        Unit::Page => members(c).map(|u| tt[u]).sum::<f64>() / pdeg[c] as f64,
+    };
+    let candidates = match unit {
+        Unit::Vertex => n,
+        Unit::Page => pages,
+    };
+    let mut heap: BinaryHeap<Cand> = (0..candidates)
+        .filter(|&c| cost(c) > 0)
+        .map(|c| Cand(score(&tt, c), c as u32))
+        .filter(|c| c.0 > 0.0)
         .collect();
+    let mut taken = vec![false; candidates];
     let mut chosen = Vec::new();
     let mut used = 0u64;
     for k in 1..=k_rounds {
         let target = m * k as u64 / k_rounds as u64;
         let mut now = Vec::new();
-        while let Some(Cand(s, u)) = heap.pop() {
-            let ui = u as usize;
-            if sel[ui] || s != score(&tt, ui) {
+        let mut skipped = Vec::new();
+        while let Some(Cand(s, c)) = heap.pop() {
+            let ci = c as usize;
+            if taken[ci] || s != score(&tt, ci) {
                 continue; // stale entry
             }
-            if used + dout[ui] as u64 > target {
-                heap.push(Cand(s, u));
+            if used + cost(ci) > target {
+                if unit == Unit::Page && k == k_rounds {
+                    // Whole groups come in lumps: the last round fills what is
+                    // left with the best groups that still fit.
+                    skipped.push(Cand(s, c));
+                    continue;
+                }
+                heap.push(Cand(s, c));
                 break;
             }
-            sel[ui] = true;
-            round[ui] = k;
-            used += dout[ui] as u64;
-            now.push(u);
+            taken[ci] = true;
+            used += cost(ci);
+            match unit {
+                Unit::Vertex => now.push(c),
+                Unit::Page => now.extend(members(ci).map(|u| u as u32)),
+            }
+        }
+        heap.extend(skipped);
+        for &u in &now {
+            sel[u as usize] = true;
+            round[u as usize] = k;
         }
         chosen.extend_from_slice(&now);
         if k == k_rounds || now.is_empty() {
@@ -328,11 +413,19 @@ fn gvs(store: &Store, dout: &[u32], m: u64, k_rounds: u32, page: u64) -> Result<
             ignore.clear();
             group(&list[a..b], 1.0, &mut tt, &after, &mut touched);
         }
-        touched.sort_unstable();
-        touched.dedup();
-        for &u in &touched {
-            if !sel[u as usize] && tt[u as usize] > 0.0 {
-                heap.push(Cand(score(&tt, u as usize), u));
+        let mut changed: Vec<usize> = touched
+            .iter()
+            .filter(|&&u| !sel[u as usize] && tt[u as usize] > 0.0)
+            .map(|&u| match unit {
+                Unit::Vertex => u as usize,
+                Unit::Page => page_of(u as usize) as usize,
+            })
+            .collect();
+        changed.sort_unstable();
+        changed.dedup();
+        for c in changed {
+            if !taken[c] {
+                heap.push(Cand(score(&tt, c), c as u32));
             }
         }
     }
