@@ -560,3 +560,92 @@ fn bc_and_apsp_verifiers_accept_the_engine_and_catch_a_wrong_value() {
         .to_string();
     assert!(err.contains("eccentricity"), "{err}");
 }
+
+#[test]
+fn packed_selection_lists_load_in_one_read_and_give_the_same_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = &cases()[0]; // weighted and directed
+    let (stores, _) = build(dir.path(), c);
+    let store = &stores[0].1;
+    let budget = store.edges() * 8 / 4;
+    let sel = select::select(
+        store,
+        &SelectOptions {
+            policy: Policy::GvsPage,
+            budget,
+            k: 5,
+            page_size: 512,
+            seed: 1,
+        },
+    )
+    .unwrap();
+    select::save(store, &sel).unwrap();
+    let store = Store::open(store.dir()).unwrap();
+    let (rec, list) = select::load(&store, Policy::GvsPage).unwrap().unwrap();
+    let lists = rec.lists.clone().expect("save writes the packed lists");
+    let payload = std::fs::metadata(store.dir().join(&lists)).unwrap().len() - 4096;
+    // Targets and weights of every selected list: 8 bytes per edge.
+    assert_eq!(payload, sel.edges * 8);
+    let depths = |o: &Output| -> Vec<Option<f64>> {
+        match o {
+            Output::Bfs(a) => a
+                .iter()
+                .map(|x| outcore_algos::bfs_entry(*x).map(|t| t.0 as f64))
+                .collect(),
+            Output::Sssp(a) => a
+                .iter()
+                .map(|x| outcore_algos::sssp_entry(*x).map(|t| t.0 as f64))
+                .collect(),
+            _ => panic!("bfs or sssp output"),
+        }
+    };
+    for algo in [VAlgo::Sssp, VAlgo::Bfs] {
+        let mut answers = Vec::new();
+        for (packed, static_cache) in [(true, budget), (false, budget), (true, budget / 3)] {
+            let cfg = VertexConfig {
+                page_size: 512,
+                page_cache: 4096,
+                static_cache,
+                selection: list.clone(),
+                selection_lists: packed.then(|| lists.clone()),
+                // Buffered, so bytes are counted as asked for (O_DIRECT rounds
+                // each read out to whole blocks).
+                direct: false,
+                ..Default::default()
+            };
+            let mut e = engine(&store, &cfg, algo);
+            let r = vc::run(&mut e, algo, &VParams::default()).unwrap();
+            let st = e.finish();
+            let ctx = format!("{} packed {packed} static {static_cache}", algo.name());
+            if static_cache == budget {
+                assert_eq!(st.static_vertices, list.len() as u64, "{ctx}");
+                assert_eq!(st.static_edges, sel.edges, "{ctx}");
+                if packed {
+                    // One read of the whole file (an unweighted bfs reads the
+                    // weights too, for the checksum), none of the CSR.
+                    assert_eq!(st.static_load_bytes, payload, "{ctx}");
+                }
+            } else {
+                // Only part of the selection fits: loaded from the CSR instead.
+                assert!(st.static_vertices < list.len() as u64, "{ctx}");
+                assert!(st.static_vertices > 0, "{ctx}");
+            }
+            answers.push(depths(&r.run.output));
+        }
+        assert!(answers.iter().all(|a| a == &answers[0]), "{}", algo.name());
+    }
+    // A damaged packed file is refused, naming it.
+    let f = store.dir().join(&lists);
+    let mut b = std::fs::read(&f).unwrap();
+    let k = b.len() - 5;
+    b[k] ^= 0x20;
+    std::fs::write(&f, b).unwrap();
+    let cfg = VertexConfig {
+        static_cache: budget,
+        selection: list.clone(),
+        selection_lists: Some(lists.clone()),
+        ..Default::default()
+    };
+    let err = VertexEngine::new(&store, cfg).err().unwrap().to_string();
+    assert!(err.contains(&lists) && err.contains("checksum"), "{err}");
+}

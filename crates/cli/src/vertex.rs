@@ -122,8 +122,8 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
     if static_cache > 0 && v.policy.is_none() {
         bail!("--cache-split gives the static cache {}, but no --policy says what to put in it (gvs, gvs-page, lowd, highd, random)", format_bytes(static_cache));
     }
-    let (selection, sel_note) = match v.policy {
-        None => (Vec::new(), String::new()),
+    let (selection, selection_lists, sel_note) = match v.policy {
+        None => (Vec::new(), None, String::new()),
         Some(policy) => match select::load(&store, policy)? {
             Some((rec, list)) => {
                 let note = format!(
@@ -132,7 +132,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
                     rec.vertices,
                     format_bytes(rec.budget)
                 );
-                (list, note)
+                (list, rec.lists, note)
             }
             None => {
                 let sel = select::select(
@@ -150,7 +150,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
                     policy.name(),
                     sel.seconds
                 );
-                (sel.vertices, note)
+                (sel.vertices, None, note)
             }
         },
     };
@@ -162,6 +162,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
         page_cache,
         static_cache,
         selection,
+        selection_lists,
         max_request: v.max_request as usize,
         queue_depth: v.queue_depth,
         direct: !v.buffered,

@@ -32,7 +32,7 @@
 
 use crate::{EngineError, Result};
 use outcore_io::{AlignedBuf, InFile};
-use outcore_store::format::{FileKind, HEADER_LEN};
+use outcore_store::format::{FileKind, LayoutFile, HEADER_LEN};
 use outcore_store::Store;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -53,6 +53,11 @@ pub struct VertexConfig {
     /// Vertices to hold in the static cache, most wanted first; the longest prefix
     /// whose edge lists fit in `static_cache` is loaded.
     pub selection: Vec<u32>,
+    /// The store file holding the selection's edge lists packed in its order
+    /// (`basc.<policy>.lists`, saved by `select-cache`): when the static cache holds
+    /// the whole selection it is loaded from there in one sequential, checksummed
+    /// read instead of from the CSR.
+    pub selection_lists: Option<String>,
     /// Largest merged request in bytes (at least one page).
     pub max_request: usize,
     /// Requests in flight (I/O threads).
@@ -72,6 +77,7 @@ impl Default for VertexConfig {
             page_cache: 64 << 20,
             static_cache: 0,
             selection: Vec::new(),
+            selection_lists: None,
             max_request: 128 << 10,
             queue_depth: 16,
             direct: true,
@@ -499,6 +505,8 @@ pub struct VertexEngine {
     spare: Vec<(AlignedBuf, Option<AlignedBuf>)>,
     in_flight: usize,
     weighted: bool,
+    /// The store has weights (its packed static-cache lists hold them).
+    store_weighted: bool,
     progress: Option<ProgressFn>,
 }
 
@@ -611,6 +619,16 @@ impl VertexEngine {
                 )
             })
             .collect();
+        let lists = match &cfg.selection_lists {
+            // Counted on its own: the store's counters may be shared by others.
+            Some(name) => Some(store.layout_with(
+                name,
+                FileKind::CacheLists,
+                mode,
+                outcore_io::IoStats::new(),
+            )?),
+            None => None,
+        };
         let mut e = VertexEngine {
             n,
             sides,
@@ -628,10 +646,11 @@ impl VertexEngine {
             spare,
             in_flight: 0,
             weighted,
+            store_weighted: store.weighted(),
             progress: None,
             cfg,
         };
-        e.load_static()?;
+        e.load_static(lists)?;
         Ok(e)
     }
 
@@ -663,9 +682,10 @@ impl VertexEngine {
             .is_some_and(|&s| s != u32::MAX)
     }
 
-    /// Loads the longest prefix of the selection that fits the static cache,
-    /// reading runs of adjacent edge lists in merged requests.
-    fn load_static(&mut self) -> Result<()> {
+    /// Loads the longest prefix of the selection that fits the static cache: from
+    /// the packed `lists` file when that prefix is the whole selection, otherwise
+    /// from the CSR, reading runs of adjacent edge lists in merged requests.
+    fn load_static(&mut self, lists: Option<LayoutFile>) -> Result<()> {
         let t = Instant::now();
         let per_edge = if self.weighted { 8 } else { 4 };
         let side = &self.sides[OUT];
@@ -696,6 +716,12 @@ impl VertexEngine {
         }
         if chosen.is_empty() {
             return Ok(());
+        }
+        if let Some(lf) = lists {
+            let edges = bytes / per_edge;
+            if chosen.len() == selection.len() && lf.header.count == edges {
+                return self.load_packed(&lf, &chosen, bytes, t);
+            }
         }
         chosen.sort_unstable();
         let n = self.n;
@@ -757,6 +783,87 @@ impl VertexEngine {
         self.stats.static_bytes = bytes;
         self.stats.static_load_bytes =
             self.sides[OUT].targets.stats().snapshot().bytes_read - before;
+        self.stats.static_load_seconds = t.elapsed().as_secs_f64();
+        self.stat = st;
+        Ok(())
+    }
+
+    /// Loads the whole selection `chosen` (`bytes` of static cache) from its packed
+    /// file: every target, then every weight of a weighted store, in `chosen`'s
+    /// order; read whole (weights an unweighted run does not keep included) so the
+    /// file's checksum is verified.
+    fn load_packed(
+        &mut self,
+        lf: &LayoutFile,
+        chosen: &[u32],
+        bytes: u64,
+        t: Instant,
+    ) -> Result<()> {
+        let edges = lf.header.count as usize;
+        let sections = if self.store_weighted { 2 } else { 1 };
+        let damaged = |why: String| {
+            EngineError::Store(outcore_store::StoreError::Corrupt {
+                file: lf.file.path().to_path_buf(),
+                reason: why,
+            })
+        };
+        if lf.header.payload_len != (edges * 4 * sections) as u64 {
+            return Err(damaged(format!(
+                "{} payload bytes for {edges} edges in {sections} section(s)",
+                lf.header.payload_len
+            )));
+        }
+        let before = lf.file.stats().snapshot().bytes_read;
+        let mut crc = crc32fast::Hasher::new();
+        const CHUNK: usize = 16 << 20;
+        let mut read = |dst: &mut [u8], at: u64| -> Result<()> {
+            for (i, c) in dst.chunks_mut(CHUNK).enumerate() {
+                lf.read_payload(at + (i * CHUNK) as u64, c)?;
+                crc.update(c);
+            }
+            Ok(())
+        };
+        let mut targets = vec![0u32; edges];
+        read(bytemuck::cast_slice_mut(&mut targets), 0)?;
+        let mut weights = Vec::new();
+        if sections == 2 {
+            if self.weighted {
+                weights = vec![0f32; edges];
+                read(bytemuck::cast_slice_mut(&mut weights), (edges * 4) as u64)?;
+            } else {
+                // Read only for the checksum.
+                let mut scratch = vec![0u8; CHUNK.min(edges * 4)];
+                let mut at = 0usize;
+                while at < edges * 4 {
+                    let k = (edges * 4 - at).min(CHUNK);
+                    read(&mut scratch[..k], (edges * 4 + at) as u64)?;
+                    at += k;
+                }
+            }
+        }
+        if crc.finalize() != lf.header.crc {
+            return Err(damaged(
+                "checksum mismatch: the payload is damaged".to_string(),
+            ));
+        }
+        check_targets(&targets, self.n, &lf.file, 0)?;
+        let mut st = StaticCache {
+            slot: vec![u32::MAX; self.n],
+            offs: Vec::with_capacity(chosen.len() + 1),
+            targets,
+            weights,
+        };
+        st.offs.push(0);
+        let o = &self.sides[OUT].offsets;
+        for (i, &v) in chosen.iter().enumerate() {
+            st.slot[v as usize] = i as u32;
+            let d = o[v as usize + 1] - o[v as usize];
+            st.offs.push(st.offs[i] + d);
+        }
+        self.stats.static_vertices = chosen.len() as u64;
+        self.stats.static_edges = edges as u64;
+        self.stats.static_bytes = bytes;
+        self.stats.static_load_bytes = lf.file.stats().snapshot().bytes_read - before;
         self.stats.static_load_seconds = t.elapsed().as_secs_f64();
         self.stat = st;
         Ok(())

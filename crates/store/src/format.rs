@@ -41,6 +41,9 @@ pub enum FileKind {
     SortedEdges = 8,
     /// A static-cache selection: vertex ids, most wanted first (`select-cache`).
     CacheSelection = 9,
+    /// The edge lists of a saved selection, packed in selection order: every
+    /// target (u32), then, for a weighted store, every weight (f32); count = edges.
+    CacheLists = 10,
 }
 
 impl FileKind {
@@ -56,11 +59,12 @@ impl FileKind {
             7 => IdMap,
             8 => SortedEdges,
             9 => CacheSelection,
+            10 => CacheLists,
             _ => return None,
         })
     }
     pub fn from_name(name: &str) -> Option<FileKind> {
-        (1..=9)
+        (1..=10)
             .filter_map(FileKind::from_u32)
             .find(|k| k.name() == name)
     }
@@ -76,6 +80,7 @@ impl FileKind {
             IdMap => "idmap",
             SortedEdges => "sorted-edges",
             CacheSelection => "cache-selection",
+            CacheLists => "cache-lists",
         }
     }
 }

@@ -80,6 +80,11 @@ pub struct SelectionRecord {
     pub vertices: u64,
     pub edges: u64,
     pub seconds: f64,
+    /// The selection's edge lists packed in one file (`basc.<policy>.lists`), so a
+    /// run whose static cache holds them all loads them in one sequential read.
+    /// Absent in stores saved before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lists: Option<String>,
 }
 
 impl Manifest {

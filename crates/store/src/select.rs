@@ -39,7 +39,7 @@
 //! refused.
 
 use crate::error::{corrupt, Result, StoreError};
-use crate::format::{FileKind, LayoutFile, LayoutWriter, HEADER_LEN};
+use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter, HEADER_LEN};
 use crate::manifest::{Manifest, SelectionRecord};
 use crate::reader::Store;
 use outcore_io::{IoStats, ReadMode};
@@ -449,7 +449,12 @@ pub fn save(store: &Store, sel: &Selection) -> Result<SelectionRecord> {
     file.name = name.clone();
     std::fs::rename(&tmp, dir.join(&name))
         .map_err(|e| outcore_io::IoError::new(&tmp, "rename", e))?;
+    let lists_name = format!("{name}.lists");
+    let lists = write_lists(store, &sel.vertices, &dir.join(&lists_name)).inspect_err(|_| {
+        let _ = std::fs::remove_file(dir.join(format!(".{lists_name}.tmp")));
+    })?;
     let rec = SelectionRecord {
+        lists: Some(lists_name.clone()),
         policy: sel.policy.name().into(),
         file: name.clone(),
         budget: sel.opts.budget,
@@ -462,12 +467,74 @@ pub fn save(store: &Store, sel: &Selection) -> Result<SelectionRecord> {
     };
     // The manifest on disk, not the open store's copy: earlier saves may have changed it.
     let mut m = Manifest::read(dir)?;
-    m.files.retain(|f| f.name != name);
+    m.files.retain(|f| f.name != name && f.name != lists_name);
     m.files.push(file);
+    m.files.push(lists);
     m.selections.retain(|s| s.policy != rec.policy);
     m.selections.push(rec.clone());
     m.write(dir)?;
     Ok(rec)
+}
+
+/// A file's whole payload: the mapping itself, or read into memory where the file
+/// could not be mapped.
+fn payload(lf: &LayoutFile) -> Result<std::borrow::Cow<'_, [u8]>> {
+    let len = (lf.file.len() - HEADER_LEN) as usize;
+    Ok(match lf.file.mapped(HEADER_LEN, len)? {
+        Some(b) => std::borrow::Cow::Borrowed(b),
+        None => {
+            let mut b = vec![0u8; len];
+            lf.read_payload(0, &mut b)?;
+            std::borrow::Cow::Owned(b)
+        }
+    })
+}
+
+/// Writes the edge lists of `vertices`, in that order, to `path` (through a
+/// temporary file renamed into place): all the targets, then all the weights of a
+/// weighted store ([`FileKind::CacheLists`]).
+fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Result<FileRecord> {
+    let (offsets, lf) = mapped_out_csr(store)?;
+    let wf = if store.weighted() {
+        Some(store.layout_with(
+            "csr.out.weights",
+            FileKind::CsrWeights,
+            ReadMode::Mmap,
+            IoStats::new(),
+        )?)
+    } else {
+        None
+    };
+    let mut sections = vec![payload(&lf)?];
+    if let Some(wf) = &wf {
+        sections.push(payload(wf)?);
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("lists");
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut w = LayoutWriter::create(&tmp, FileKind::CacheLists, store.stats().clone())?;
+    let mut buf: Vec<u8> = Vec::with_capacity(8 << 20);
+    let mut edges = 0u64;
+    for (i, sec) in sections.iter().enumerate() {
+        for &v in vertices {
+            let (a, b) = (
+                offsets[v as usize] as usize,
+                offsets[v as usize + 1] as usize,
+            );
+            buf.extend_from_slice(&sec[a * 4..b * 4]);
+            if i == 0 {
+                edges += (b - a) as u64;
+            }
+            if buf.len() >= 8 << 20 {
+                w.append(&buf)?;
+                buf.clear();
+            }
+        }
+    }
+    w.append(&buf)?;
+    let mut file = w.finish(edges)?;
+    file.name = name.to_string();
+    std::fs::rename(&tmp, path).map_err(|e| outcore_io::IoError::new(&tmp, "rename", e))?;
+    Ok(file)
 }
 
 /// Loads the saved selection of `policy`, checksum-verified; `None` when none is saved.
