@@ -717,13 +717,14 @@ impl VertexEngine {
         if chosen.is_empty() {
             return Ok(());
         }
+        // Ascending, as the static cache is kept (and the packed file is written).
+        chosen.sort_unstable();
         if let Some(lf) = lists {
             let edges = bytes / per_edge;
             if chosen.len() == selection.len() && lf.header.count == edges {
                 return self.load_packed(&lf, &chosen, bytes, t);
             }
         }
-        chosen.sort_unstable();
         let n = self.n;
         // Sized exactly: the static cache is most of the memory a run may use.
         let total = (bytes / per_edge) as usize;
@@ -788,9 +789,9 @@ impl VertexEngine {
         Ok(())
     }
 
-    /// Loads the whole selection `chosen` (`bytes` of static cache) from its packed
-    /// file: every target, then every weight of a weighted store, in `chosen`'s
-    /// order; read whole (weights an unweighted run does not keep included) so the
+    /// Loads the whole selection `chosen` (ascending; `bytes` of static cache) from
+    /// its packed file: every target, then every weight of a weighted store, in
+    /// ascending vertex order; read whole (weights an unweighted run does not keep included) so the
     /// file's checksum is verified.
     fn load_packed(
         &mut self,

@@ -41,7 +41,7 @@ pub enum FileKind {
     SortedEdges = 8,
     /// A static-cache selection: vertex ids, most wanted first (`select-cache`).
     CacheSelection = 9,
-    /// The edge lists of a saved selection, packed in selection order: every
+    /// The edge lists of a saved selection, packed in ascending vertex id: every
     /// target (u32), then, for a weighted store, every weight (f32); count = edges.
     CacheLists = 10,
 }

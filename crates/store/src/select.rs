@@ -490,10 +490,13 @@ fn payload(lf: &LayoutFile) -> Result<std::borrow::Cow<'_, [u8]>> {
     })
 }
 
-/// Writes the edge lists of `vertices`, in that order, to `path` (through a
-/// temporary file renamed into place): all the targets, then all the weights of a
-/// weighted store ([`FileKind::CacheLists`]).
+/// Writes the edge lists of `vertices`, in ascending vertex order (the order the
+/// engine keeps its static cache in, so a frontier walks it front to back), to
+/// `path` (through a temporary file renamed into place): all the targets, then all
+/// the weights of a weighted store ([`FileKind::CacheLists`]).
 fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Result<FileRecord> {
+    let mut vertices = vertices.to_vec();
+    vertices.sort_unstable();
     let (offsets, lf) = mapped_out_csr(store)?;
     let wf = if store.weighted() {
         Some(store.layout_with(
@@ -515,7 +518,7 @@ fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Resul
     let mut buf: Vec<u8> = Vec::with_capacity(8 << 20);
     let mut edges = 0u64;
     for (i, sec) in sections.iter().enumerate() {
-        for &v in vertices {
+        for &v in &vertices {
             let (a, b) = (
                 offsets[v as usize] as usize,
                 offsets[v as usize + 1] as usize,
