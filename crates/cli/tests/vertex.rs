@@ -154,6 +154,13 @@ fn select_cache_saves_a_selection_that_runs_load() {
     assert!(ve["static_vertices"].as_u64().unwrap() > 0, "{st}");
     assert_eq!(ve["pages_read"], 0, "all lists static: {st}");
     assert_eq!(ve["static_hit_ratio"], 1.0);
+    // The whole selection fits: loaded from the packed lists, nothing else (this
+    // store is weighted, so the file holds targets and weights: 8 bytes per edge).
+    assert_eq!(rec["lists"], "basc.gvs.lists");
+    let packed = std::fs::metadata(g.join("basc.gvs.lists")).unwrap().len() - 4096;
+    assert_eq!(packed, rec["edges"].as_u64().unwrap() * 8);
+    let load = ve["static_load_bytes"].as_u64().unwrap();
+    assert!(load >= packed && load < packed + 3 * 4096, "{load} {packed}");
     // `info --verify` checks the saved selection; a damaged one is refused by runs.
     let o = run(&["info", s(&g)]);
     assert!(o.status.success(), "{}", err(&o));
