@@ -160,7 +160,10 @@ fn select_cache_saves_a_selection_that_runs_load() {
     let packed = std::fs::metadata(g.join("basc.gvs.lists")).unwrap().len() - 4096;
     assert_eq!(packed, rec["edges"].as_u64().unwrap() * 8);
     let load = ve["static_load_bytes"].as_u64().unwrap();
-    assert!(load >= packed && load < packed + 3 * 4096, "{load} {packed}");
+    assert!(
+        load >= packed && load < packed + 3 * 4096,
+        "{load} {packed}"
+    );
     // `info --verify` checks the saved selection; a damaged one is refused by runs.
     let o = run(&["info", s(&g)]);
     assert!(o.status.success(), "{}", err(&o));
