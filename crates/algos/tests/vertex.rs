@@ -649,3 +649,46 @@ fn packed_selection_lists_load_in_one_read_and_give_the_same_answers() {
     let err = VertexEngine::new(&store, cfg).err().unwrap().to_string();
     assert!(err.contains(&lists) && err.contains("checksum"), "{err}");
 }
+
+#[test]
+fn an_interrupted_selection_save_fails_its_runs_not_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = &cases()[2];
+    let (stores, _) = build(dir.path(), c);
+    let store = &stores[0].1;
+    let opts = |budget| SelectOptions {
+        policy: Policy::Gvs,
+        budget,
+        k: 3,
+        page_size: 512,
+        seed: 1,
+    };
+    let small = select::select(store, &opts(store.edges())).unwrap();
+    select::save(store, &small).unwrap();
+    let manifest = std::fs::read(store.dir().join("manifest.json")).unwrap();
+    // A second save whose files replaced the first's, interrupted before its
+    // manifest was written: the manifest still describes the first.
+    let big = select::select(store, &opts(store.edges() * 3)).unwrap();
+    assert_ne!(big.vertices.len(), small.vertices.len());
+    select::save(store, &big).unwrap();
+    std::fs::write(store.dir().join("manifest.json"), &manifest).unwrap();
+    let store = Store::open(store.dir()).expect("the store still opens");
+    let err = select::load(&store, Policy::Gvs).err().unwrap().to_string();
+    assert!(
+        err.contains("basc.gvs") && err.contains("does not match the manifest"),
+        "{err}"
+    );
+    assert!(store
+        .verify()
+        .iter()
+        .any(|(n, r)| n == "basc.gvs" && r.is_err()));
+    // Runs without the selection are unaffected.
+    let mut e = engine(&store, &VertexConfig::default(), VAlgo::Bfs);
+    vc::run(&mut e, VAlgo::Bfs, &VParams::default()).unwrap();
+    // Saving again mends it.
+    select::save(&store, &big).unwrap();
+    let store = Store::open(store.dir()).unwrap();
+    let (_, v) = select::load(&store, Policy::Gvs).unwrap().unwrap();
+    assert_eq!(v, big.vertices);
+    assert!(store.verify().iter().all(|(_, r)| r.is_ok()));
+}

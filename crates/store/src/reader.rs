@@ -192,7 +192,13 @@ impl Store {
 
     pub fn open_with(dir: &Path, mode: ReadMode, stats: Arc<IoStats>) -> Result<Store> {
         let manifest = Manifest::read(dir)?;
-        for f in &manifest.files {
+        // Saved static-cache selections are optional extras, checked against the
+        // manifest when a run loads them: one left mismatched by an interrupted
+        // `select-cache` fails those runs (and `info`), not the whole store.
+        let optional = |kind: &str| {
+            kind == FileKind::CacheSelection.name() || kind == FileKind::CacheLists.name()
+        };
+        for f in manifest.files.iter().filter(|f| !optional(&f.kind)) {
             let path = dir.join(&f.name);
             match std::fs::metadata(&path) {
                 Err(_) => return Err(corrupt(&path, "missing (listed in the manifest)")),

@@ -443,16 +443,29 @@ pub fn save(store: &Store, sel: &Selection) -> Result<SelectionRecord> {
     let dir = store.dir();
     let name = file_name(sel.policy);
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut w = LayoutWriter::create(&tmp, FileKind::CacheSelection, store.stats().clone())?;
-    w.append(bytemuck::cast_slice(&sel.vertices))?;
-    let mut file = w.finish(sel.vertices.len() as u64)?;
-    file.name = name.clone();
-    std::fs::rename(&tmp, dir.join(&name))
-        .map_err(|e| outcore_io::IoError::new(&tmp, "rename", e))?;
     let lists_name = format!("{name}.lists");
-    let lists = write_lists(store, &sel.vertices, &dir.join(&lists_name)).inspect_err(|_| {
-        let _ = std::fs::remove_file(dir.join(format!(".{lists_name}.tmp")));
+    let lists_tmp = dir.join(format!(".{lists_name}.tmp"));
+    // Both files are written in full under temporary names before either replaces
+    // an earlier one; an interruption after that (two renames, then the manifest)
+    // leaves at most this selection mismatched, which runs refuse (a new
+    // `select-cache` mends it) while the store opens.
+    let written = (|| {
+        let mut w = LayoutWriter::create(&tmp, FileKind::CacheSelection, store.stats().clone())?;
+        w.append(bytemuck::cast_slice(&sel.vertices))?;
+        let mut file = w.finish(sel.vertices.len() as u64)?;
+        file.name = name.clone();
+        let mut lists = write_lists(store, &sel.vertices, &lists_tmp)?;
+        lists.name = lists_name.clone();
+        Ok::<_, StoreError>((file, lists))
+    })();
+    let (file, lists) = written.inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(&lists_tmp);
     })?;
+    for (from, to) in [(&tmp, &name), (&lists_tmp, &lists_name)] {
+        std::fs::rename(from, dir.join(to))
+            .map_err(|e| outcore_io::IoError::new(from, "rename", e))?;
+    }
     let rec = SelectionRecord {
         lists: Some(lists_name.clone()),
         policy: sel.policy.name().into(),
@@ -492,8 +505,8 @@ fn payload(lf: &LayoutFile) -> Result<std::borrow::Cow<'_, [u8]>> {
 
 /// Writes the edge lists of `vertices`, in ascending vertex order (the order the
 /// engine keeps its static cache in, so a frontier walks it front to back), to
-/// `path` (through a temporary file renamed into place): all the targets, then all
-/// the weights of a weighted store ([`FileKind::CacheLists`]).
+/// `path`: all the targets, then all the weights of a weighted store
+/// ([`FileKind::CacheLists`]). The caller names the record and renames the file.
 fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Result<FileRecord> {
     let mut vertices = vertices.to_vec();
     vertices.sort_unstable();
@@ -512,9 +525,7 @@ fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Resul
     if let Some(wf) = &wf {
         sections.push(payload(wf)?);
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("lists");
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut w = LayoutWriter::create(&tmp, FileKind::CacheLists, store.stats().clone())?;
+    let mut w = LayoutWriter::create(path, FileKind::CacheLists, store.stats().clone())?;
     let mut buf: Vec<u8> = Vec::with_capacity(8 << 20);
     let mut edges = 0u64;
     for (i, sec) in sections.iter().enumerate() {
@@ -534,10 +545,7 @@ fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Resul
         }
     }
     w.append(&buf)?;
-    let mut file = w.finish(edges)?;
-    file.name = name.to_string();
-    std::fs::rename(&tmp, path).map_err(|e| outcore_io::IoError::new(&tmp, "rename", e))?;
-    Ok(file)
+    w.finish(edges)
 }
 
 /// Loads the saved selection of `policy`, checksum-verified; `None` when none is saved.
