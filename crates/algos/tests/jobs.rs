@@ -55,6 +55,19 @@ fn run_jobs(
     dfvu: bool,
     reuse: bool,
 ) -> (Vec<outcore_algos::Run>, JobsStats) {
+    run_jobs_on(2, store, specs, mode, granularity, dfvu, reuse)
+}
+
+/// [`run_jobs`] on a pool of `threads` compute threads.
+fn run_jobs_on(
+    threads: usize,
+    store: &Store,
+    specs: &[JobSpec],
+    mode: IoMode,
+    granularity: Granularity,
+    dfvu: bool,
+    reuse: bool,
+) -> (Vec<outcore_algos::Run>, JobsStats) {
     let mut jobs: Vec<Box<dyn BspJob>> =
         specs.iter().map(|s| make_job(s, store).unwrap()).collect();
     let cfg = JobsConfig {
@@ -72,10 +85,11 @@ fn run_jobs(
     {
         let mut refs: Vec<&mut dyn Job> =
             jobs.iter_mut().map(|j| &mut **j as &mut dyn Job).collect();
-        // Two threads, whatever the machine: units of at least four sub-blocks
-        // then give PageRank whole-sub-block tasks with exclusive targets.
+        // Two threads, whatever the machine (unless a test asks for one): units of
+        // at least four sub-blocks then give PageRank whole-sub-block tasks with
+        // exclusive targets.
         rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
+            .num_threads(threads)
             .build()
             .unwrap()
             .install(|| e.run(&mut refs, None))
@@ -465,21 +479,16 @@ fn reused_units_replace_reads_exactly() {
     .iter()
     .map(|s| s.parse().unwrap())
     .collect();
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
     let run = |reuse: bool| {
-        one.install(|| {
-            run_jobs(
-                &store,
-                &specs,
-                IoMode::Sequential,
-                Granularity::Iteration,
-                true,
-                reuse,
-            )
-        })
+        run_jobs_on(
+            1,
+            &store,
+            &specs,
+            IoMode::Sequential,
+            Granularity::Iteration,
+            true,
+            reuse,
+        )
     };
     let (with, st_with) = run(true);
     let (without, st_without) = run(false);
