@@ -434,14 +434,18 @@ fn print_info(i: &StoreInfo, verified: bool) {
     }
     for sel in &i.selections {
         println!(
-            "static cache {} selection: {} vertices, {} edges, for {} (K {}, page {}), {:.2}s",
+            "static cache {} selection: {} vertices, {} edges, for {} (K {}, page {}), {:.2}s{}",
             sel.policy,
             sel.vertices,
             sel.edges,
             format_bytes(sel.budget),
             sel.k,
             format_bytes(sel.page_size),
-            sel.seconds
+            sel.seconds,
+            sel.lists
+                .as_ref()
+                .map(|l| format!("; lists packed in {l}"))
+                .unwrap_or_default()
         );
     }
     for (name, d) in [("out-degree", &i.out_degree), ("in-degree", &i.in_degree)] {
