@@ -53,8 +53,8 @@ pub struct VertexConfig {
     /// Vertices to hold in the static cache, most wanted first; the longest prefix
     /// whose edge lists fit in `static_cache` is loaded.
     pub selection: Vec<u32>,
-    /// The store file holding the selection's edge lists packed in its order
-    /// (`basc.<policy>.lists`, saved by `select-cache`): when the static cache holds
+    /// The store file holding the selection's edge lists packed in ascending vertex
+    /// id (`basc.<policy>.lists`, saved by `select-cache`): when the static cache holds
     /// the whole selection it is loaded from there in one sequential, checksummed
     /// read instead of from the CSR.
     pub selection_lists: Option<String>,
@@ -505,8 +505,6 @@ pub struct VertexEngine {
     spare: Vec<(AlignedBuf, Option<AlignedBuf>)>,
     in_flight: usize,
     weighted: bool,
-    /// The store has weights (its packed static-cache lists hold them).
-    store_weighted: bool,
     progress: Option<ProgressFn>,
 }
 
@@ -646,11 +644,10 @@ impl VertexEngine {
             spare,
             in_flight: 0,
             weighted,
-            store_weighted: store.weighted(),
             progress: None,
             cfg,
         };
-        e.load_static(lists)?;
+        e.load_static(lists.map(|lf| (lf, store.weighted())))?;
         Ok(e)
     }
 
@@ -683,9 +680,10 @@ impl VertexEngine {
     }
 
     /// Loads the longest prefix of the selection that fits the static cache: from
-    /// the packed `lists` file when that prefix is the whole selection, otherwise
-    /// from the CSR, reading runs of adjacent edge lists in merged requests.
-    fn load_static(&mut self, lists: Option<LayoutFile>) -> Result<()> {
+    /// the packed `lists` file (and whether the store, so the file, has weights)
+    /// when that prefix is the whole selection, otherwise from the CSR, reading
+    /// runs of adjacent edge lists in merged requests.
+    fn load_static(&mut self, lists: Option<(LayoutFile, bool)>) -> Result<()> {
         let t = Instant::now();
         let per_edge = if self.weighted { 8 } else { 4 };
         let side = &self.sides[OUT];
@@ -719,10 +717,10 @@ impl VertexEngine {
         }
         // Ascending, as the static cache is kept (and the packed file is written).
         chosen.sort_unstable();
-        if let Some(lf) = lists {
+        if let Some((lf, store_weighted)) = lists {
             let edges = bytes / per_edge;
             if chosen.len() == selection.len() && lf.header.count == edges {
-                return self.load_packed(&lf, &chosen, bytes, t);
+                return self.load_packed(&lf, store_weighted, &chosen, bytes, t);
             }
         }
         let n = self.n;
@@ -791,17 +789,18 @@ impl VertexEngine {
 
     /// Loads the whole selection `chosen` (ascending; `bytes` of static cache) from
     /// its packed file: every target, then every weight of a weighted store, in
-    /// ascending vertex order; read whole (weights an unweighted run does not keep included) so the
-    /// file's checksum is verified.
+    /// ascending vertex order. The file is read whole, weights an unweighted run
+    /// does not keep included, so that its checksum is verified.
     fn load_packed(
         &mut self,
         lf: &LayoutFile,
+        store_weighted: bool,
         chosen: &[u32],
         bytes: u64,
         t: Instant,
     ) -> Result<()> {
         let edges = lf.header.count as usize;
-        let sections = if self.store_weighted { 2 } else { 1 };
+        let sections = if store_weighted { 2 } else { 1 };
         let damaged = |why: String| {
             EngineError::Store(outcore_store::StoreError::Corrupt {
                 file: lf.file.path().to_path_buf(),
@@ -834,11 +833,9 @@ impl VertexEngine {
             } else {
                 // Read only for the checksum.
                 let mut scratch = vec![0u8; CHUNK.min(edges * 4)];
-                let mut at = 0usize;
-                while at < edges * 4 {
+                for at in (0..edges * 4).step_by(CHUNK) {
                     let k = (edges * 4 - at).min(CHUNK);
                     read(&mut scratch[..k], (edges * 4 + at) as u64)?;
-                    at += k;
                 }
             }
         }

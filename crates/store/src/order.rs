@@ -13,7 +13,6 @@
 //! in the user's ids. The permutation is computed with the out-CSR memory-mapped.
 
 use crate::error::{Result, StoreError};
-use crate::format::HEADER_LEN;
 use crate::ingest::{IngestObserver, IngestOptions, IngestReport};
 use crate::manifest::OrderRecord;
 use crate::reader::Store;
@@ -69,9 +68,7 @@ pub fn permutation(store: &Store, order: Order, seed: u64) -> Result<Vec<u32>> {
             let mut seeds = old_by_new.clone();
             seeds.sort_by_key(|&v| (std::cmp::Reverse(din[v as usize]), v));
             let (offsets, lf) = crate::select::mapped_out_csr(store)?;
-            let len = (lf.file.len() - HEADER_LEN) as usize;
-            let targets: &[u32] =
-                bytemuck::cast_slice(lf.file.mapped(HEADER_LEN, len)?.unwrap_or(&[]));
+            let targets: &[u32] = bytemuck::cast_slice(crate::select::mapped_payload(&lf)?);
             let mut done = vec![false; n];
             old_by_new.clear();
             let mut level: Vec<u32> = Vec::new();

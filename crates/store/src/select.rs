@@ -222,6 +222,13 @@ pub(crate) fn mapped_out_csr(store: &Store) -> Result<(Vec<u64>, LayoutFile)> {
     Ok((offsets, targets))
 }
 
+/// The whole payload of a file opened [`ReadMode::Mmap`] (store files are never
+/// empty, so it is mapped).
+pub(crate) fn mapped_payload(lf: &LayoutFile) -> Result<&[u8]> {
+    let len = (lf.file.len() - HEADER_LEN) as usize;
+    Ok(lf.file.mapped(HEADER_LEN, len)?.unwrap_or(&[]))
+}
+
 /// What one greedy step of GVS selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Unit {
@@ -242,9 +249,7 @@ fn gvs(
 ) -> Result<Vec<u32>> {
     let n = dout.len();
     let (offsets, lf) = mapped_out_csr(store)?;
-    let len = (lf.file.len() - HEADER_LEN) as usize;
-    let bytes = lf.file.mapped(HEADER_LEN, len)?.unwrap_or(&[]);
-    let targets: &[u32] = bytemuck::cast_slice(bytes);
+    let targets: &[u32] = bytemuck::cast_slice(mapped_payload(&lf)?);
     let din = store.degrees("in")?;
     // Page of each vertex's list start, and edge lists starting per page.
     let page_of = |u: usize| offsets[u] * 4 / page;
@@ -489,20 +494,6 @@ pub fn save(store: &Store, sel: &Selection) -> Result<SelectionRecord> {
     Ok(rec)
 }
 
-/// A file's whole payload: the mapping itself, or read into memory where the file
-/// could not be mapped.
-fn payload(lf: &LayoutFile) -> Result<std::borrow::Cow<'_, [u8]>> {
-    let len = (lf.file.len() - HEADER_LEN) as usize;
-    Ok(match lf.file.mapped(HEADER_LEN, len)? {
-        Some(b) => std::borrow::Cow::Borrowed(b),
-        None => {
-            let mut b = vec![0u8; len];
-            lf.read_payload(0, &mut b)?;
-            std::borrow::Cow::Owned(b)
-        }
-    })
-}
-
 /// Writes the edge lists of `vertices`, in ascending vertex order (the order the
 /// engine keeps its static cache in, so a frontier walks it front to back), to
 /// `path`: all the targets, then all the weights of a weighted store
@@ -521,23 +512,23 @@ fn write_lists(store: &Store, vertices: &[u32], path: &std::path::Path) -> Resul
     } else {
         None
     };
-    let mut sections = vec![payload(&lf)?];
+    let mut sections = vec![mapped_payload(&lf)?];
     if let Some(wf) = &wf {
-        sections.push(payload(wf)?);
+        sections.push(mapped_payload(wf)?);
     }
+    let edges: u64 = vertices
+        .iter()
+        .map(|&v| offsets[v as usize + 1] - offsets[v as usize])
+        .sum();
     let mut w = LayoutWriter::create(path, FileKind::CacheLists, store.stats().clone())?;
     let mut buf: Vec<u8> = Vec::with_capacity(8 << 20);
-    let mut edges = 0u64;
-    for (i, sec) in sections.iter().enumerate() {
+    for sec in &sections {
         for &v in &vertices {
             let (a, b) = (
                 offsets[v as usize] as usize,
                 offsets[v as usize + 1] as usize,
             );
             buf.extend_from_slice(&sec[a * 4..b * 4]);
-            if i == 0 {
-                edges += (b - a) as u64;
-            }
             if buf.len() >= 8 << 20 {
                 w.append(&buf)?;
                 buf.clear();
