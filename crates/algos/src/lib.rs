@@ -23,6 +23,7 @@ pub mod mis;
 pub mod mis_luby;
 pub mod pagerank;
 pub mod pagerank_delta;
+pub mod programs;
 pub mod spmv;
 pub mod sssp;
 pub mod vc;

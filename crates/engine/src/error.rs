@@ -9,6 +9,18 @@ pub enum EngineError {
     Io(#[from] outcore_io::IoError),
     #[error("{0}")]
     Invalid(String),
+    /// The budget cannot hold what the run needs (the caller may repartition).
+    #[error("{0}")]
+    Budget(String),
+    /// An edge the program refuses (dense ids; the caller names them in the
+    /// user's ids).
+    #[error("{program} cannot take edge ({u}, {v}) with weight {w}")]
+    BadEdge {
+        program: &'static str,
+        u: u32,
+        v: u32,
+        w: f32,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, EngineError>;

@@ -9,18 +9,24 @@
 //! share each sub-block they load, loaded whole or selectively by an I/O cost model.
 //! [`vertex`] is the vertex-centric semi-external engine of BAsC + Norder (ATC'19):
 //! active vertices' edge lists read by page into an engine-managed page cache, beside
-//! a static cache of pre-selected edge lists. The external engine will live beside them.
+//! a static cache of pre-selected edge lists. [`external`] is V-Part's fully-external
+//! engine (FAST'19 §4): vertex data larger than memory, one destination partition in
+//! memory at a time; it runs [`program::EdgeProgram`]s.
 
 pub mod error;
+pub mod external;
 pub mod jobs;
+pub mod program;
 pub mod stream;
 pub mod vertex;
 
 pub use error::{EngineError, Result};
+pub use external::{EdgeReads, ExternalConfig, ExternalEngine, ExternalStats};
 pub use jobs::{
     Granularity, IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats,
     Task,
 };
+pub use program::{Aggregates, EdgeProgram, Globals};
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
     StreamStats, AHEAD,

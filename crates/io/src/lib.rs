@@ -19,11 +19,13 @@
 pub mod calibrate;
 pub mod fault;
 mod file;
+mod scratch;
 mod size;
 mod stats;
 
 pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
 pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, SeqReader, ALIGN};
+pub use scratch::ScratchFile;
 pub use size::{format_bytes, parse_size};
 pub use stats::{IoSnapshot, IoStats};
 

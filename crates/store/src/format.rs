@@ -44,6 +44,16 @@ pub enum FileKind {
     /// The edge lists of a saved selection, packed in ascending vertex id: every
     /// target (u32), then, for a weighted store, every weight (f32); count = edges.
     CacheLists = 10,
+    /// V-Part segment starts of every partition's source table (`vpart.index`).
+    VpartIndex = 11,
+    /// A V-Part partition's destinations: dense ids, then out-degrees.
+    VpartDests = 12,
+    /// A V-Part source table: (dense id, edge count) per mirror.
+    VpartSources = 13,
+    /// A V-Part partition's edges: local target (+ weight) per edge.
+    VpartEdges = 14,
+    /// A V-Part partition's mirror masks: u64 per destination.
+    VpartMirrors = 15,
 }
 
 impl FileKind {
@@ -60,11 +70,16 @@ impl FileKind {
             8 => SortedEdges,
             9 => CacheSelection,
             10 => CacheLists,
+            11 => VpartIndex,
+            12 => VpartDests,
+            13 => VpartSources,
+            14 => VpartEdges,
+            15 => VpartMirrors,
             _ => return None,
         })
     }
     pub fn from_name(name: &str) -> Option<FileKind> {
-        (1..=10)
+        (1..=15)
             .filter_map(FileKind::from_u32)
             .find(|k| k.name() == name)
     }
@@ -81,6 +96,11 @@ impl FileKind {
             SortedEdges => "sorted-edges",
             CacheSelection => "cache-selection",
             CacheLists => "cache-lists",
+            VpartIndex => "vpart-index",
+            VpartDests => "vpart-dests",
+            VpartSources => "vpart-sources",
+            VpartEdges => "vpart-edges",
+            VpartMirrors => "vpart-mirrors",
         }
     }
 }

@@ -747,6 +747,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         files,
         order: c.relabel.map(|r| r.record.clone()),
         selections: Vec::new(),
+        vpart: None,
     };
     manifest.write(store)?;
     Ok(IngestReport {

@@ -27,6 +27,7 @@ pub mod parse;
 pub mod reader;
 pub mod select;
 pub mod sort;
+pub mod vpart;
 
 pub use error::{Result, StoreError};
 pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};

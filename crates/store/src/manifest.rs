@@ -51,6 +51,9 @@ pub struct Manifest {
     /// Static-cache selections saved by `outcore select-cache` (one per policy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub selections: Vec<SelectionRecord>,
+    /// The V-Part layout saved by `outcore partition` (or a first external run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vpart: Option<crate::vpart::VpartRecord>,
 }
 
 /// How a store's vertices were relabelled.

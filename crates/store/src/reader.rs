@@ -195,8 +195,11 @@ impl Store {
         // Saved static-cache selections are optional extras, checked against the
         // manifest when a run loads them: one left mismatched by an interrupted
         // `select-cache` fails those runs (and `info`), not the whole store.
+        // The same holds for the V-Part layout (`outcore partition`).
         let optional = |kind: &str| {
-            kind == FileKind::CacheSelection.name() || kind == FileKind::CacheLists.name()
+            kind == FileKind::CacheSelection.name()
+                || kind == FileKind::CacheLists.name()
+                || kind.starts_with("vpart-")
         };
         for f in manifest.files.iter().filter(|f| !optional(&f.kind)) {
             let path = dir.join(&f.name);

@@ -1,0 +1,270 @@
+//! The fully-external engine (V-Part) against the streaming engine and the
+//! in-memory references, on seeded generated graphs: every partition count
+//! (1, 3, 8), thread count (1, 2), edge-read mode and a budget barely above the
+//! largest partition must give the streaming engine's answer (integers exactly,
+//! floats within 1e-12 relative), and pass `verify`.
+
+use outcore_algos::programs::{external_supported, run_external};
+use outcore_algos::{run, verify::verify, Algo, Output, Params};
+use outcore_engine::{EdgeReads, ExternalConfig, ExternalEngine, StreamConfig, StreamEngine};
+use outcore_io::IoStats;
+use outcore_store::ingest::Quiet;
+use outcore_store::vpart::{self, VpartOptions};
+use outcore_store::{ingest, IngestOptions, Store};
+use outcore_testkit::gen::{generate, GenKind, GenOptions};
+use std::path::Path;
+
+fn build(dir: &Path, name: &str, kind: GenKind, weighted: bool, undirected: bool) -> Store {
+    let ext = if weighted { "bin32w" } else { "bin32" };
+    let input = dir.join(format!("{name}.{ext}"));
+    let opts = GenOptions {
+        kind: kind.clone(),
+        seed: 11,
+        weighted,
+        text: false,
+    };
+    generate(&opts, &input, IoStats::new(), &|_| {}).unwrap();
+    let out = dir.join(name);
+    let opts = IngestOptions {
+        undirected,
+        partitions: Some(4),
+        vertices: Some(kind.vertices()),
+        memory: 64 << 20,
+        ..Default::default()
+    };
+    ingest(&[input], &out, &opts, &Quiet).unwrap();
+    Store::open(&out).unwrap()
+}
+
+fn partition(store: &Store, k: u32) -> Store {
+    let n = store.vertices();
+    let opts = VpartOptions {
+        // Room for exactly the partitions asked for.
+        vertex_memory: n.div_ceil(k as u64) * vpart::HEAVIEST_BYTES_PER_VERTEX,
+        partitions: Some(k),
+        memory: 64 << 20,
+    };
+    let rec = vpart::build(store, &opts, &|_, _, _| {}).unwrap();
+    assert_eq!(rec.partitions, k);
+    assert_eq!(rec.dests.iter().sum::<u64>(), n);
+    assert_eq!(rec.edges.iter().sum::<u64>(), store.edges());
+    assert!(rec.max_dests() <= rec.capacity);
+    // Reopen: the manifest now lists the layout.
+    Store::open(store.dir()).unwrap()
+}
+
+fn same(a: &Output, b: &Output, what: &str) {
+    match (a, b) {
+        (Output::Bfs(x), Output::Bfs(y)) | (Output::Sssp(x), Output::Sssp(y)) => {
+            assert_eq!(&x[..], &y[..], "{what}")
+        }
+        (Output::Labels(x), Output::Labels(y)) => assert_eq!(&x[..], &y[..], "{what}"),
+        (Output::Values(x), Output::Values(y)) => {
+            for (v, (p, q)) in x.iter().zip(y.iter()).enumerate() {
+                let tol = 1e-12 * p.abs().max(q.abs()).max(1e-300);
+                assert!((p - q).abs() <= tol, "{what}: vertex {v}: {p} vs {q}");
+            }
+        }
+        _ => panic!("{what}: different outputs"),
+    }
+}
+
+fn check(store: &Store, ks: &[u32]) {
+    let n = store.vertices() as u32;
+    let algos: Vec<Algo> = Algo::ALL
+        .into_iter()
+        .filter(|&a| external_supported(a))
+        .filter(|&a| a != Algo::WccLp || !store.manifest().directed)
+        .collect();
+    let mut want = Vec::new();
+    for &algo in &algos {
+        for root in [0, n / 3] {
+            let p = Params {
+                root,
+                ..Default::default()
+            };
+            let cfg = StreamConfig {
+                threads: 1,
+                mrt: 1,
+                ..Default::default()
+            };
+            let mut e = StreamEngine::new(store, cfg).unwrap();
+            want.push((algo, p.clone(), run(&mut e, algo, &p).unwrap()));
+            if !algo.needs_root() {
+                break;
+            }
+        }
+    }
+    for &k in ks {
+        let store = partition(store, k);
+        let rec = store.manifest().vpart.clone().unwrap();
+        // The smallest budget the largest partition fits, and a roomy one.
+        let tight = outcore_engine::external::FIXED_BYTES
+            + rec.partitions as u64 * (256 << 10)
+            + rec.max_dests() * 44
+            + (1 << 20);
+        for (threads, memory, reads) in [
+            (1, 1 << 30, EdgeReads::Auto),
+            (2, tight, EdgeReads::Whole),
+            (2, 1 << 30, EdgeReads::Selective),
+        ] {
+            for (algo, p, w) in &want {
+                let cfg = ExternalConfig {
+                    memory,
+                    threads,
+                    edge_reads: reads,
+                    ..Default::default()
+                };
+                let mut e = ExternalEngine::new(&store, cfg).unwrap();
+                let r = run_external(&mut e, &store, *algo, p).unwrap();
+                let what = format!(
+                    "{} root {} K={k} threads {threads} memory {memory} {reads:?}",
+                    algo.name(),
+                    p.root
+                );
+                verify(&store, *algo, p, &r.output).unwrap_or_else(|e| panic!("{what}: {e}"));
+                same(&r.output, &w.output, &what);
+                if matches!(algo, Algo::PageRank | Algo::Spmv) {
+                    assert_eq!(r.iterations, w.iterations, "{what}");
+                }
+                let s = e.stats();
+                assert!(s.edges_processed > 0 || store.edges() == 0, "{what}");
+                assert!(s.mirror_update_bytes > 0, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn kronecker_weighted_directed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = build(
+        dir.path(),
+        "kron",
+        GenKind::Kronecker {
+            scale: 10,
+            edge_factor: 8,
+        },
+        true,
+        false,
+    );
+    check(&s, &[1, 3, 8]);
+}
+
+#[test]
+fn grid_undirected() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = build(
+        dir.path(),
+        "grid",
+        GenKind::Grid { rows: 30, cols: 21 },
+        true,
+        true,
+    );
+    check(&s, &[2, 5]);
+}
+
+#[test]
+fn uniform_undirected_unweighted() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = build(
+        dir.path(),
+        "uni",
+        GenKind::Uniform {
+            vertices: 900,
+            edges: 1500,
+        },
+        false,
+        true,
+    );
+    check(&s, &[4]);
+}
+
+#[test]
+fn negative_weight_is_named_in_user_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("neg.txt");
+    std::fs::write(&input, "1 2 0.5\n2 3 -1.0\n3 1 2\n").unwrap();
+    let out = dir.path().join("neg");
+    let opts = IngestOptions {
+        memory: 16 << 20,
+        ..Default::default()
+    };
+    ingest(&[input], &out, &opts, &Quiet).unwrap();
+    let store = partition(&Store::open(&out).unwrap(), 2);
+    let ids = store.id_map().unwrap();
+    let p = Params {
+        root: ids.to_dense(1).unwrap(),
+        ..Default::default()
+    };
+    let mut e = ExternalEngine::new(&store, ExternalConfig::default()).unwrap();
+    let err = run_external(&mut e, &store, Algo::Sssp, &p)
+        .err()
+        .expect("a negative weight is refused");
+    assert!(
+        err.to_string().contains("edge (2, 3) has weight -1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn too_small_a_budget_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = build(
+        dir.path(),
+        "k",
+        GenKind::Kronecker {
+            scale: 9,
+            edge_factor: 4,
+        },
+        false,
+        false,
+    );
+    let store = partition(&s, 1);
+    let cfg = ExternalConfig {
+        memory: 4 << 20,
+        ..Default::default()
+    };
+    let mut e = ExternalEngine::new(&store, cfg).unwrap();
+    let err = run_external(&mut e, &store, Algo::PageRank, &Params::default())
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("more than --memory"), "{err}");
+    assert_eq!(e.stats().iterations, 0);
+}
+
+/// A value that changes, then holds, then is read: the slot written two
+/// iterations back must not be served stale (spmv: v = 2 from iteration 1 on,
+/// w reads v's value of iteration 2 in iteration 3).
+#[test]
+fn a_value_held_for_an_iteration_is_still_sent_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("hold.txt");
+    // s=0 -> a=1, s -> b=2, a -> v=3, b -> v, v -> w=4
+    std::fs::write(&input, "0 1\n0 2\n1 3\n2 3\n3 4\n").unwrap();
+    let out = dir.path().join("hold");
+    let opts = IngestOptions {
+        memory: 16 << 20,
+        ..Default::default()
+    };
+    ingest(&[input], &out, &opts, &Quiet).unwrap();
+    let base = Store::open(&out).unwrap();
+    for k in [1, 2] {
+        let store = partition(&base, k);
+        for iterations in 1..=4 {
+            let p = Params {
+                iterations: Some(iterations),
+                ..Default::default()
+            };
+            let mut s = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+            let want = run(&mut s, Algo::Spmv, &p).unwrap();
+            let mut e = ExternalEngine::new(&store, ExternalConfig::default()).unwrap();
+            let got = run_external(&mut e, &store, Algo::Spmv, &p).unwrap();
+            same(
+                &got.output,
+                &want.output,
+                &format!("K={k} iterations {iterations}"),
+            );
+        }
+    }
+}

@@ -1,0 +1,906 @@
+//! The fully-external engine of V-Part (FAST'19 §4.2–§4.3): vertex data larger
+//! than memory.
+//!
+//! # Design
+//! The store's V-Part layout ([`outcore_store::vpart`]) cuts the vertices into K
+//! destination-unique partitions; partition q's source table mirrors every vertex
+//! with an edge into q. All vertex state lives in two scratch files in the work
+//! directory: the destinations' values (value, activity epoch and change epoch
+//! per vertex, partition after partition) and the mirror tables (a message and
+//! the source's activity epoch per mirror, in two slots by iteration parity, so
+//! every partition of iteration i reads iteration i - 1's messages whatever was
+//! written before it in iteration i — synchronous, like the streaming engine's
+//! one pass per iteration).
+//!
+//! Iteration i processes the partitions one after another (§4.2):
+//! 1. read q's destination values (and out-degrees) into memory;
+//! 2. stream q's source table in chunks with the mirrors' slot `(i-1) % 2`; a
+//!    source is active when its epoch is `i - 1` (or always, for programs where
+//!    every source sends); read the chunk's edges whole, or only the active
+//!    sources' runs merged across small gaps, whichever the cost model (device
+//!    profile: per-request latency + bytes at the sequential bandwidth) prices
+//!    lower; apply the program's edge function into per-thread update buffers
+//!    bucketed by destination slice, which are then combined slice by slice, in
+//!    source order (§4.2 step 4: no atomics, and the same sums on every thread
+//!    count);
+//! 3. `apply` every destination, write the values back;
+//! 4. mirror updates (§4.3, Figure 6): the destinations' masks are streamed and
+//!    each new message is appended to the buffer of every partition holding a
+//!    mirror; since a source table is ordered by owner then id, these are
+//!    contiguous segments, written sequentially. Only entries that can be read
+//!    are written: a source's message is read only in the iteration after its
+//!    activation, so for most programs only the sources activated in iteration i
+//!    (an older entry in the slot carries an epoch below i - 1 and never reads as
+//!    active); where every source sends every iteration, the entries whose message
+//!    changed in iteration i or i - 1 (otherwise slot `i % 2` already holds it).
+//!    Runs of up to 512 unwritten entries between written ones are rewritten
+//!    rather than split into separate writes.
+//!
+//! # Memory
+//! `--memory` pays: a fixed 8 MiB for the process, K x 256 KiB of mirror-update
+//! buffers, one partition's destination data (the program's
+//! [`EdgeProgram::bytes_per_vertex`] x its destinations), and chunk buffers (source
+//! records and mirror slots, 24 bytes per entry; an edge window; with several
+//! threads, 12 bytes per edge of update buffers) from what is left, between 1 and
+//! 64 MiB. A layout whose largest partition does not fit is refused with
+//! [`EngineError::Budget`]; the caller repartitions.
+
+use crate::error::{EngineError, Result};
+use crate::program::{Aggregates, EdgeProgram, Globals};
+use outcore_io::{DeviceProfile, IoSnapshot, ReadMode, ScratchFile};
+use outcore_state::{StateBudget, VertexArray};
+use outcore_store::format::LayoutFile;
+use outcore_store::vpart::VpartLayout;
+use outcore_store::Store;
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Fixed allowance for the process (code, stacks, small tables).
+pub const FIXED_BYTES: u64 = 8 << 20;
+/// Mirror-update buffer per partition.
+const MIRROR_BUF: usize = 256 << 10;
+/// Unchanged mirror entries rewritten rather than starting a new write.
+const MIRROR_GAP: usize = 512;
+const NEVER: u32 = u32::MAX;
+
+/// How a chunk's edges are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EdgeReads {
+    /// Per chunk, by the cost model.
+    #[default]
+    Auto,
+    /// Every chunk with an active source whole.
+    Whole,
+    /// Only the active sources' runs.
+    Selective,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExternalConfig {
+    pub memory: u64,
+    /// 0: one per core.
+    pub threads: usize,
+    /// Scratch files go here (default: the store directory).
+    pub work_dir: Option<PathBuf>,
+    pub direct_io: bool,
+    pub edge_reads: EdgeReads,
+}
+
+impl Default for ExternalConfig {
+    fn default() -> Self {
+        ExternalConfig {
+            memory: 1 << 30,
+            threads: 0,
+            work_dir: None,
+            direct_io: false,
+            edge_reads: EdgeReads::Auto,
+        }
+    }
+}
+
+/// Per iteration: what it did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct IterationStats {
+    pub active_sources: u64,
+    pub edges: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub mirror_bytes: u64,
+    pub seconds: f64,
+}
+
+/// What a run did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ExternalStats {
+    pub partitions: u32,
+    pub iterations: u64,
+    pub threads: usize,
+    /// Chunks of source tables whose edges were read whole, selectively, or not
+    /// at all (no active source).
+    pub chunks_whole: u64,
+    pub chunks_selective: u64,
+    pub chunks_skipped: u64,
+    pub edges_processed: u64,
+    pub edge_bytes_read: u64,
+    pub source_bytes_read: u64,
+    pub dest_bytes_read: u64,
+    pub dest_bytes_written: u64,
+    pub mirror_update_bytes: u64,
+    pub mirror_update_writes: u64,
+    pub mirror_update_seconds: f64,
+    pub bytes_read: u64,
+    pub read_requests: u64,
+    pub bytes_written: u64,
+    pub write_requests: u64,
+    pub io_seconds: f64,
+    pub compute_seconds: f64,
+    /// The memory plan.
+    pub dest_memory: u64,
+    pub chunk_memory: u64,
+    pub chunk_entries: u64,
+    pub window_edges: u64,
+    pub per_iteration: Vec<IterationStats>,
+}
+
+/// Progress callbacks.
+pub trait ExternalObserver: Sync {
+    fn iteration(&self, _iteration: u64, _partitions: u32, _active: u64) {}
+    fn partition_done(&self, _partition: u32) {}
+}
+struct NoObserver;
+impl ExternalObserver for NoObserver {}
+
+/// The memory a layout needs under a budget.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Plan {
+    pub dest_memory: u64,
+    pub chunk_memory: u64,
+    pub chunk_entries: u64,
+    pub window_edges: u64,
+}
+
+/// Plans memory for `layout` under `memory` with `bytes_per_vertex` per destination.
+pub fn plan(
+    record: &outcore_store::vpart::VpartRecord,
+    memory: u64,
+    bytes_per_vertex: u64,
+    edge_bytes: u64,
+    threads: usize,
+) -> std::result::Result<Plan, String> {
+    let k = record.partitions as u64;
+    let fixed = FIXED_BYTES + k * MIRROR_BUF as u64;
+    let dest = record.max_dests() * bytes_per_vertex;
+    let min_chunk = 1u64 << 20;
+    let left = memory.saturating_sub(fixed + dest);
+    if left < min_chunk {
+        return Err(format!(
+            "the largest of {k} partitions holds {} destinations ({} at {bytes_per_vertex} bytes each); with {} fixed and {} of chunk buffers that needs {}, more than --memory {}",
+            record.max_dests(),
+            outcore_io::format_bytes(dest),
+            outcore_io::format_bytes(fixed),
+            outcore_io::format_bytes(min_chunk),
+            outcore_io::format_bytes(fixed + dest + min_chunk),
+            outcore_io::format_bytes(memory)
+        ));
+    }
+    let chunk = left.min(64 << 20);
+    let per_edge = edge_bytes + if threads > 1 { 12 } else { 0 };
+    Ok(Plan {
+        dest_memory: dest,
+        chunk_memory: chunk,
+        chunk_entries: (chunk / 2 / 24).max(1024),
+        window_edges: (chunk / 2 / per_edge).max(1024),
+    })
+}
+
+/// Per-request cost model: (latency seconds, bytes per second).
+fn device_costs() -> (f64, f64) {
+    match DeviceProfile::find() {
+        Ok(Some(p)) => {
+            let seq = p.seq_read_bw().max(1.0);
+            let lat = p
+                .random_read_bw_at(4096, 1)
+                .map(|r| (4096.0 / r.max(1.0) - 4096.0 / seq).max(1e-6))
+                .unwrap_or(1e-4);
+            (lat, seq)
+        }
+        _ => (1e-4, 500e6),
+    }
+}
+
+/// The engine over one store's V-Part layout.
+pub struct ExternalEngine<'s> {
+    store: &'s Store,
+    layout: VpartLayout,
+    cfg: ExternalConfig,
+    pool: rayon::ThreadPool,
+    work_dir: PathBuf,
+    stats: ExternalStats,
+    observer: Box<dyn ExternalObserver + 's>,
+    costs: (f64, f64),
+}
+
+/// One destination's epochs: last iteration it was activated, last iteration its
+/// message changed.
+type Epochs = [u32; 2];
+/// A mirror entry: message, activity epoch.
+type MirrorRec = [u64; 2];
+
+impl<'s> ExternalEngine<'s> {
+    /// Opens the layout of `store` (which must have one).
+    pub fn new(store: &'s Store, cfg: ExternalConfig) -> Result<ExternalEngine<'s>> {
+        let mode = if cfg.direct_io {
+            ReadMode::Direct
+        } else {
+            ReadMode::Buffered
+        };
+        let layout = VpartLayout::open(store, mode)?.ok_or_else(|| {
+            EngineError::Invalid(format!(
+                "{} has no V-Part layout; run `outcore partition` first",
+                store.dir().display()
+            ))
+        })?;
+        let threads = if cfg.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |x| x.get())
+        } else {
+            cfg.threads
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("outcore-external-{i}"))
+            .build()
+            .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        let work_dir = cfg
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| store.dir().to_path_buf());
+        Ok(ExternalEngine {
+            store,
+            stats: ExternalStats {
+                partitions: layout.partitions(),
+                threads,
+                ..Default::default()
+            },
+            layout,
+            cfg,
+            pool,
+            work_dir,
+            observer: Box::new(NoObserver),
+            costs: device_costs(),
+        })
+    }
+
+    pub fn set_observer(&mut self, obs: Box<dyn ExternalObserver + 's>) {
+        self.observer = obs;
+    }
+    pub fn layout(&self) -> &VpartLayout {
+        &self.layout
+    }
+    pub fn stats(&self) -> &ExternalStats {
+        &self.stats
+    }
+
+    /// Runs `prog` to the end; the result in dense vertex order (in memory while
+    /// `--memory` holds it, else mapped from the work directory).
+    pub fn run<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
+        let t0 = Instant::now();
+        let io0 = self.store.stats().snapshot();
+        let k = self.layout.partitions();
+        let eb = self.layout.edge_bytes();
+        let plan = plan(
+            &self.layout.record,
+            self.cfg.memory,
+            prog.bytes_per_vertex(),
+            eb,
+            self.stats.threads,
+        )
+        .map_err(EngineError::Budget)?;
+        self.stats.dest_memory = plan.dest_memory;
+        self.stats.chunk_memory = plan.chunk_memory;
+        self.stats.chunk_entries = plan.chunk_entries;
+        self.stats.window_edges = plan.window_edges;
+        let vsize = std::mem::size_of::<P::V>() as u64;
+        let rec = self.layout.record.clone();
+        // Scratch: destination state per partition, mirror slots per partition.
+        let mut dest_base = vec![0u64; k as usize + 1];
+        let mut mirror_base = vec![0u64; k as usize + 1];
+        for q in 0..k as usize {
+            dest_base[q + 1] = dest_base[q] + rec.dests[q] * (vsize + 8);
+            mirror_base[q + 1] = mirror_base[q] + rec.mirrors[q] * 2 * 16;
+        }
+        let stats = self.store.stats().clone();
+        let dests_file = ScratchFile::create(
+            &self.work_dir,
+            "vpart-dests",
+            dest_base[k as usize],
+            stats.clone(),
+        )?;
+        let mirror_file = ScratchFile::create(
+            &self.work_dir,
+            "vpart-mirrors",
+            mirror_base[k as usize],
+            stats.clone(),
+        )?;
+        let st = Scratch {
+            dests: &dests_file,
+            mirrors: &mirror_file,
+            dest_base: &dest_base,
+            mirror_base: &mirror_base,
+        };
+
+        // Iteration 0: initial values, both mirror slots written in full.
+        let mut agg_total: Aggregates = [0.0; 4];
+        let mut active_total = 0u64;
+        for q in 0..k {
+            let ids: Vec<u32> =
+                read_section(&self.layout.dests[q as usize], 0, rec.dests[q as usize])?;
+            let degs: Vec<u32> = read_section(
+                &self.layout.dests[q as usize],
+                4 * rec.dests[q as usize],
+                rec.dests[q as usize],
+            )?;
+            let mut vals = Vec::with_capacity(ids.len());
+            let mut eps = Vec::with_capacity(ids.len());
+            for (&v, &d) in ids.iter().zip(&degs) {
+                let (x, act) = prog.init(v, d, &mut agg_total);
+                vals.push(x);
+                eps.push([if act { 0 } else { NEVER }, 0]);
+                active_total += act as u64;
+            }
+            st.write_dests(q, &vals, &eps)?;
+            self.mirror_update(prog, &st, q, &vals, &eps, &degs, 0)?;
+        }
+        let mut done = 0u64;
+        let mut globals = Globals {
+            iteration: 0,
+            prev: agg_total,
+        };
+        while prog.proceed(done, &globals.prev, active_total) {
+            let it = done + 1;
+            let ti = Instant::now();
+            let s0 = self.store.stats().snapshot();
+            let m0 = self.stats.mirror_update_bytes;
+            let e0 = self.stats.edges_processed;
+            self.observer.iteration(it, k, active_total);
+            globals.iteration = it;
+            let mut agg: Aggregates = [0.0; 4];
+            let mut active = 0u64;
+            let mut active_sources = 0u64;
+            for q in 0..k {
+                let (a, s) = self.partition(prog, &st, &plan, q, &globals, &mut agg)?;
+                active += a;
+                active_sources += s;
+                self.observer.partition_done(q);
+            }
+            let d = self.store.stats().snapshot().since(&s0);
+            self.stats.per_iteration.push(IterationStats {
+                active_sources,
+                edges: self.stats.edges_processed - e0,
+                bytes_read: d.bytes_read,
+                bytes_written: d.bytes_written,
+                mirror_bytes: self.stats.mirror_update_bytes - m0,
+                seconds: ti.elapsed().as_secs_f64(),
+            });
+            globals.prev = agg;
+            active_total = active;
+            done = it;
+        }
+        self.stats.iterations = done;
+
+        // The result in dense order.
+        let out_budget = StateBudget::new(
+            self.cfg.memory.saturating_sub(FIXED_BYTES),
+            self.work_dir.clone(),
+        );
+        let n = self.store.vertices() as usize;
+        let zero: P::Out = bytemuck::Zeroable::zeroed();
+        let mut out = out_budget.alloc::<P::Out>(prog.name(), n, zero)?;
+        for q in 0..k {
+            let nd = rec.dests[q as usize];
+            let ids: Vec<u32> = read_section(&self.layout.dests[q as usize], 0, nd)?;
+            let (vals, _) = st.read_dests::<P::V>(q, nd)?;
+            for (&v, x) in ids.iter().zip(&vals) {
+                out[v as usize] = prog.output(x);
+            }
+        }
+        let io: IoSnapshot = self.store.stats().snapshot().since(&io0);
+        self.stats.bytes_read = io.bytes_read;
+        self.stats.read_requests = io.read_requests;
+        self.stats.bytes_written = io.bytes_written;
+        self.stats.write_requests = io.write_requests;
+        let _ = t0;
+        Ok(out)
+    }
+
+    /// One partition of one iteration; returns (destinations active next, active
+    /// sources processed).
+    fn partition<P: EdgeProgram>(
+        &mut self,
+        prog: &P,
+        st: &Scratch,
+        plan: &Plan,
+        q: u32,
+        g: &Globals,
+        agg: &mut Aggregates,
+    ) -> Result<(u64, u64)> {
+        let it = g.iteration;
+        let qu = q as usize;
+        let rec = &self.layout.record;
+        let nd = rec.dests[qu];
+        let nm = rec.mirrors[qu];
+        let tio = Instant::now();
+        let (mut vals, mut eps) = st.read_dests::<P::V>(q, nd)?;
+        let degs: Vec<u32> = read_section(&self.layout.dests[qu], 4 * nd, nd)?;
+        self.stats.dest_bytes_read += nd * (std::mem::size_of::<P::V>() as u64 + 12);
+        self.stats.io_seconds += tio.elapsed().as_secs_f64();
+        let mut acc = vec![prog.identity(); nd as usize];
+        let eb = self.layout.edge_bytes() as usize;
+        let weighted = self.layout.weighted && prog.weighted();
+        let slot_prev = (it - 1) % 2;
+        let threads = self.stats.threads;
+        let slices = (threads * 4).max(1);
+        let slice_len = (nd as usize).div_ceil(slices).max(1);
+        let mut buckets: Vec<Vec<Vec<(u32, u64)>>> = vec![vec![Vec::new(); slices]; threads];
+        let mut active_sources = 0u64;
+        let mut bad: Option<(u32, u32, f32)> = None;
+        let (lat, bw) = self.costs;
+        let mut edge_buf: Vec<u8> = Vec::new();
+        let mut e_off = 0u64; // edge index of the chunk's first source
+        let mut c0 = 0u64;
+        while c0 < nm {
+            let c = (nm - c0).min(plan.chunk_entries);
+            let tio = Instant::now();
+            let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[qu], 8 * c0, c)?;
+            let mut mir: Vec<MirrorRec> = vec![[0; 2]; c as usize];
+            st.mirrors
+                .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 16, &mut mir)?;
+            self.stats.source_bytes_read += c * 24;
+            self.stats.io_seconds += tio.elapsed().as_secs_f64();
+            // Active sources: (source index in chunk, first edge, edge count).
+            let mut act: Vec<(u32, u64, u32)> = Vec::new();
+            let mut off = e_off;
+            for (i, (s, m)) in srcs.iter().zip(&mir).enumerate() {
+                if s[1] > 0 && (prog.all_active() || m[1] == it - 1) {
+                    act.push((i as u32, off, s[1]));
+                }
+                off += s[1] as u64;
+            }
+            let chunk_end = off;
+            active_sources += act.len() as u64;
+            if act.is_empty() {
+                self.stats.chunks_skipped += 1;
+            } else {
+                // Requests: merged runs of active sources, or the whole span.
+                let whole = (act[0].1, act.last().map(|a| a.1 + a.2 as u64).unwrap());
+                let gap = (64 << 10) / eb as u64;
+                let mut runs: Vec<(u64, u64)> = Vec::new();
+                for &(_, a, d) in &act {
+                    match runs.last_mut() {
+                        Some(r) if a <= r.1 + gap => r.1 = a + d as u64,
+                        _ => runs.push((a, a + d as u64)),
+                    }
+                }
+                let sel_bytes: u64 = runs.iter().map(|r| (r.1 - r.0) * eb as u64).sum();
+                let cost_sel = runs.len() as f64 * lat + sel_bytes as f64 / bw;
+                let cost_whole = lat + ((whole.1 - whole.0) * eb as u64) as f64 / bw;
+                let selective = match self.cfg.edge_reads {
+                    EdgeReads::Whole => false,
+                    EdgeReads::Selective => true,
+                    EdgeReads::Auto => cost_sel < cost_whole,
+                };
+                if selective {
+                    self.stats.chunks_selective += 1;
+                } else {
+                    self.stats.chunks_whole += 1;
+                    runs = vec![whole];
+                }
+                // Read each run in windows; apply the active sources' edges in it.
+                let mut ai = 0usize;
+                for &(ra, rb) in &runs {
+                    let mut wa = ra;
+                    while wa < rb {
+                        let wb = rb.min(wa + plan.window_edges);
+                        let tio = Instant::now();
+                        edge_buf.resize(((wb - wa) as usize) * eb, 0);
+                        self.layout.edges[qu].read_payload(wa * eb as u64, &mut edge_buf)?;
+                        self.stats.edge_bytes_read += (wb - wa) * eb as u64;
+                        self.stats.io_seconds += tio.elapsed().as_secs_f64();
+                        let tc = Instant::now();
+                        // The active sources overlapping [wa, wb).
+                        while ai < act.len() && act[ai].1 + act[ai].2 as u64 <= wa {
+                            ai += 1;
+                        }
+                        let mut parts: Vec<(u32, u64, u64)> = Vec::new(); // (src idx, from, to)
+                        let mut j = ai;
+                        while j < act.len() && act[j].1 < wb {
+                            let (i, a, d) = act[j];
+                            let (x, y) = (a.max(wa), (a + d as u64).min(wb));
+                            if x < y {
+                                parts.push((i, x, y));
+                            }
+                            j += 1;
+                        }
+                        let edges: u64 = parts.iter().map(|p| p.2 - p.1).sum();
+                        self.stats.edges_processed += edges;
+                        let win = Window {
+                            buf: &edge_buf,
+                            start: wa,
+                            eb,
+                            weighted,
+                        };
+                        let ctx = SrcCtx {
+                            srcs: &srcs,
+                            mir: &mir,
+                        };
+                        if threads <= 1 {
+                            for &(i, x, y) in &parts {
+                                if let Some(b) = apply_direct(prog, &win, &ctx, i, x, y, &mut acc) {
+                                    bad.get_or_insert(b);
+                                }
+                            }
+                        } else {
+                            let b = self.pool.install(|| {
+                                apply_buffered(
+                                    prog,
+                                    &win,
+                                    &ctx,
+                                    &parts,
+                                    edges,
+                                    &mut buckets,
+                                    slice_len,
+                                    &mut acc,
+                                )
+                            });
+                            if let Some(b) = b {
+                                bad.get_or_insert(b);
+                            }
+                        }
+                        self.stats.compute_seconds += tc.elapsed().as_secs_f64();
+                        wa = wb;
+                    }
+                }
+            }
+            if let Some((u, local, w)) = bad {
+                if local == u32::MAX {
+                    return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
+                        file: self
+                            .store
+                            .dir()
+                            .join(outcore_store::vpart::file_name(q, "edges")),
+                        reason: format!(
+                            "an edge of vertex {u} names a destination beyond the partition's {nd}"
+                        ),
+                    }));
+                }
+                let ids: Vec<u32> = read_section(&self.layout.dests[qu], 0, nd)?;
+                return Err(EngineError::BadEdge {
+                    program: prog.name(),
+                    u,
+                    v: ids[local as usize],
+                    w,
+                });
+            }
+            e_off = chunk_end;
+            c0 += c;
+        }
+        // Apply, in fixed blocks so the aggregates add up in the same order always.
+        let tc = Instant::now();
+        const BLOCK: usize = 4096;
+        let res: Vec<(u64, Aggregates)> = self.pool.install(|| {
+            vals.par_chunks_mut(BLOCK)
+                .zip(eps.par_chunks_mut(BLOCK))
+                .zip(acc.par_chunks(BLOCK))
+                .zip(degs.par_chunks(BLOCK))
+                .map(|(((v, e), a), d)| {
+                    let mut ag: Aggregates = [0.0; 4];
+                    let mut n_act = 0u64;
+                    for i in 0..v.len() {
+                        let before = prog.message(&v[i], d[i]);
+                        let act = prog.apply(g, &mut v[i], a[i], d[i], &mut ag);
+                        let after = prog.message(&v[i], d[i]);
+                        if act {
+                            e[i][0] = it as u32;
+                            n_act += 1;
+                        }
+                        if before != after {
+                            e[i][1] = it as u32;
+                        }
+                    }
+                    (n_act, ag)
+                })
+                .collect()
+        });
+        let mut active = 0u64;
+        for (a, ag) in res {
+            active += a;
+            for (x, y) in agg.iter_mut().zip(ag) {
+                *x += y;
+            }
+        }
+        self.stats.compute_seconds += tc.elapsed().as_secs_f64();
+        let tio = Instant::now();
+        st.write_dests(q, &vals, &eps)?;
+        self.stats.dest_bytes_written += nd * (std::mem::size_of::<P::V>() as u64 + 8);
+        self.stats.io_seconds += tio.elapsed().as_secs_f64();
+        self.mirror_update(prog, st, q, &vals, &eps, &degs, it)?;
+        Ok((active, active_sources))
+    }
+
+    /// Writes partition `p`'s messages to its mirrors' slot `it % 2` (both slots
+    /// at iteration 0), entries that changed in `it` or `it - 1` only.
+    #[allow(clippy::too_many_arguments)]
+    fn mirror_update<P: EdgeProgram>(
+        &mut self,
+        prog: &P,
+        st: &Scratch,
+        p: u32,
+        vals: &[P::V],
+        eps: &[Epochs],
+        degs: &[u32],
+        it: u64,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let k = self.layout.partitions() as usize;
+        let rec = &self.layout.record;
+        let nd = rec.dests[p as usize];
+        let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
+        let need_from = (it.saturating_sub(1)).max(1) as u32;
+        let all = prog.all_active();
+        let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
+        // Per target partition: the pending run (first position, entries) and the
+        // unchanged entries seen since its last changed one.
+        let mut pending: Vec<(u64, Vec<MirrorRec>)> = vec![(0, Vec::new()); k];
+        let mut tail: Vec<Vec<MirrorRec>> = vec![Vec::new(); k];
+        let mut bytes = 0u64;
+        let mut writes = 0u64;
+        let mut flush = |q: usize, run: &mut (u64, Vec<MirrorRec>)| -> Result<()> {
+            if run.1.is_empty() {
+                return Ok(());
+            }
+            let nm = rec.mirrors[q];
+            for &s in slots {
+                st.mirrors
+                    .write_pod(st.mirror_base[q] + (s * nm + run.0) * 16, &run.1)?;
+                bytes += run.1.len() as u64 * 16;
+                writes += 1;
+            }
+            run.1.clear();
+            Ok(())
+        };
+        let mut m0 = 0u64;
+        while m0 < nd {
+            let c = (nd - m0).min(1 << 16);
+            let masks: Vec<u64> = read_at(&self.layout.mirrors[p as usize], 8 * m0, c)?;
+            for (j, &mask) in masks.iter().enumerate() {
+                let i = (m0 as usize) + j;
+                if mask == 0 {
+                    continue;
+                }
+                let r: MirrorRec = [prog.message(&vals[i], degs[i]), eps[i][0] as u64];
+                // A source's message is read only in the iteration after it was
+                // activated, so outside all-active programs only entries activated
+                // now need writing (an older entry in this slot never reads as
+                // active: its epoch is below i - 1); with every source sending,
+                // entries whose record changed since the slot was last written.
+                let needed = it == 0
+                    || if all {
+                        eps[i][1] >= need_from
+                    } else {
+                        eps[i][0] == it as u32
+                    };
+                let mut bits = mask;
+                while bits != 0 {
+                    let q = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let at = pos[q];
+                    pos[q] += 1;
+                    if needed {
+                        let run = &mut pending[q];
+                        if run.1.is_empty() {
+                            run.0 = at;
+                        } else {
+                            run.1.append(&mut tail[q]);
+                        }
+                        run.1.push(r);
+                        if run.1.len() * 16 >= MIRROR_BUF {
+                            flush(q, run)?;
+                        }
+                    } else if !pending[q].1.is_empty() {
+                        tail[q].push(r);
+                        if tail[q].len() > MIRROR_GAP {
+                            flush(q, &mut pending[q])?;
+                            tail[q].clear();
+                        }
+                    }
+                }
+            }
+            m0 += c;
+        }
+        for (q, run) in pending.iter_mut().enumerate() {
+            flush(q, run)?;
+        }
+        for (q, &end) in pos.iter().enumerate() {
+            if end != self.layout.segment(q as u32, p + 1) {
+                return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
+                    file: self
+                        .store
+                        .dir()
+                        .join(outcore_store::vpart::file_name(p, "mirrors")),
+                    reason: format!(
+                        "its masks name {} mirrors in partition {q}, the index {}",
+                        end - self.layout.segment(q as u32, p),
+                        self.layout.segment(q as u32, p + 1) - self.layout.segment(q as u32, p)
+                    ),
+                }));
+            }
+        }
+        self.stats.mirror_update_bytes += bytes;
+        self.stats.mirror_update_writes += writes;
+        self.stats.mirror_update_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+struct Scratch<'a> {
+    dests: &'a ScratchFile,
+    mirrors: &'a ScratchFile,
+    dest_base: &'a [u64],
+    mirror_base: &'a [u64],
+}
+
+impl Scratch<'_> {
+    fn write_dests<V: bytemuck::Pod>(&self, q: u32, vals: &[V], eps: &[Epochs]) -> Result<()> {
+        let b = self.dest_base[q as usize];
+        let vb = std::mem::size_of_val(vals) as u64;
+        self.dests.write_pod(b, vals)?;
+        self.dests.write_pod(b + vb, eps)?;
+        Ok(())
+    }
+    fn read_dests<V: bytemuck::Pod>(&self, q: u32, n: u64) -> Result<(Vec<V>, Vec<Epochs>)> {
+        let b = self.dest_base[q as usize];
+        let mut vals: Vec<V> = vec![V::zeroed(); n as usize];
+        let mut eps: Vec<Epochs> = vec![[0; 2]; n as usize];
+        self.dests.read_pod(b, &mut vals)?;
+        self.dests
+            .read_pod(b + n * std::mem::size_of::<V>() as u64, &mut eps)?;
+        Ok((vals, eps))
+    }
+}
+
+/// `count` values of `T` at payload byte `offset`.
+fn read_at<T: bytemuck::Pod>(lf: &LayoutFile, offset: u64, count: u64) -> Result<Vec<T>> {
+    let mut v: Vec<T> = vec![T::zeroed(); count as usize];
+    lf.read_payload(offset, bytemuck::cast_slice_mut(&mut v))?;
+    Ok(v)
+}
+fn read_section<T: bytemuck::Pod>(lf: &LayoutFile, offset: u64, count: u64) -> Result<Vec<T>> {
+    read_at(lf, offset, count)
+}
+
+/// A window of edge records read from a partition's edge file.
+struct Window<'a> {
+    buf: &'a [u8],
+    start: u64,
+    eb: usize,
+    weighted: bool,
+}
+
+impl Window<'_> {
+    #[inline]
+    fn edge(&self, e: u64) -> (u32, f32) {
+        let o = (e - self.start) as usize * self.eb;
+        let t = u32::from_le_bytes(self.buf[o..o + 4].try_into().unwrap());
+        let w = if self.weighted {
+            f32::from_le_bytes(self.buf[o + 4..o + 8].try_into().unwrap())
+        } else {
+            1.0
+        };
+        (t, w)
+    }
+}
+
+struct SrcCtx<'a> {
+    srcs: &'a [[u32; 2]],
+    mir: &'a [MirrorRec],
+}
+
+fn apply_direct<P: EdgeProgram>(
+    prog: &P,
+    win: &Window,
+    ctx: &SrcCtx,
+    i: u32,
+    x: u64,
+    y: u64,
+    acc: &mut [u64],
+) -> Option<(u32, u32, f32)> {
+    let u = ctx.srcs[i as usize][0];
+    let msg = ctx.mir[i as usize][0];
+    let mut bad = None;
+    for e in x..y {
+        let (t, w) = win.edge(e);
+        let Some(a) = acc.get_mut(t as usize) else {
+            bad.get_or_insert((u, u32::MAX, w));
+            continue;
+        };
+        match prog.edge(msg, u, w) {
+            Some(c) => *a = prog.combine(*a, c),
+            None => {
+                bad.get_or_insert((u, t, w));
+            }
+        }
+    }
+    bad
+}
+
+/// Threads take contiguous shares of the window's sources (by edges) and bucket
+/// their contributions by destination slice; then each slice is combined by one
+/// thread, taking the buckets in thread order — the sources' order.
+#[allow(clippy::too_many_arguments)]
+fn apply_buffered<P: EdgeProgram>(
+    prog: &P,
+    win: &Window,
+    ctx: &SrcCtx,
+    parts: &[(u32, u64, u64)],
+    edges: u64,
+    buckets: &mut [Vec<Vec<(u32, u64)>>],
+    slice_len: usize,
+    acc: &mut [u64],
+) -> Option<(u32, u32, f32)> {
+    let t = buckets.len();
+    // Cut `parts` into t shares of about equal edges.
+    let mut cuts = vec![0usize];
+    let mut sum = 0u64;
+    for (j, p) in parts.iter().enumerate() {
+        sum += p.2 - p.1;
+        if sum * t as u64 >= edges * cuts.len() as u64 && cuts.len() < t {
+            cuts.push(j + 1);
+        }
+    }
+    while cuts.len() <= t {
+        cuts.push(parts.len());
+    }
+    let n = acc.len();
+    let bad: Vec<Option<(u32, u32, f32)>> = buckets
+        .par_iter_mut()
+        .enumerate()
+        .map(|(th, bk)| {
+            for b in bk.iter_mut() {
+                b.clear();
+            }
+            let mut bad = None;
+            for &(i, x, y) in &parts[cuts[th]..cuts[th + 1]] {
+                let u = ctx.srcs[i as usize][0];
+                let msg = ctx.mir[i as usize][0];
+                for e in x..y {
+                    let (tg, w) = win.edge(e);
+                    if tg as usize >= n {
+                        bad.get_or_insert((u, u32::MAX, w));
+                        continue;
+                    }
+                    match prog.edge(msg, u, w) {
+                        Some(c) => bk[tg as usize / slice_len].push((tg, c)),
+                        None => {
+                            bad.get_or_insert((u, tg, w));
+                        }
+                    }
+                }
+            }
+            bad
+        })
+        .collect();
+    let bk: &[Vec<Vec<(u32, u64)>>] = buckets;
+    acc.par_chunks_mut(slice_len)
+        .enumerate()
+        .for_each(|(s, a)| {
+            let base = s * slice_len;
+            for th in bk {
+                for &(tg, c) in &th[s] {
+                    let x = &mut a[tg as usize - base];
+                    *x = prog.combine(*x, c);
+                }
+            }
+        });
+    bad.into_iter().flatten().next()
+}

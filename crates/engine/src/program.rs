@@ -1,0 +1,74 @@
+//! The edge program: one algorithm, written once, for the engines that push
+//! values from sources to destinations (DESIGN.md "Programming models"; the
+//! push-style vertex-centric model V-Part assumes, FAST'19 §4; Ligra's
+//! update/cond contract; Chaos's scatter/gather/apply).
+//!
+//! A program gives each vertex a value `V`. In an iteration every *active* source
+//! `u` sends one message (`message`, a u64) along its out-edges; an edge turns it
+//! into a contribution (`edge`, which may see `u` and the weight); contributions to
+//! a destination are combined (`combine`, associative and commutative, with
+//! `identity`); then `apply` folds the combined value into the destination's value
+//! and says whether the destination is active in the next iteration. Programs
+//! whose sources all send every iteration (PageRank) say so with `all_active`.
+//!
+//! Global sums (PageRank's dangling mass) are [`Aggregates`]: `init` and `apply`
+//! add to them, and the next iteration sees the previous one's totals in
+//! [`Globals`]. Engines add them up in a fixed order (partition, then vertex), so
+//! a run gives the same answer for every thread count.
+
+/// Four global sums, added by `init` and `apply`.
+pub type Aggregates = [f64; 4];
+
+/// What `apply` sees of the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Globals {
+    /// The iteration being applied (1 for the first).
+    pub iteration: u64,
+    /// The totals of the previous iteration's (or `init`'s) aggregates.
+    pub prev: Aggregates,
+}
+
+/// A push-style edge program (see the module docs).
+pub trait EdgeProgram: Sync {
+    /// A vertex's value.
+    type V: bytemuck::Pod + Send + Sync;
+    /// What the result holds per vertex.
+    type Out: bytemuck::Pod + Send + Sync;
+    fn name(&self) -> &'static str;
+    /// Whether edges carry their weights (1.0 otherwise).
+    fn weighted(&self) -> bool {
+        false
+    }
+    /// Every source sends every iteration.
+    fn all_active(&self) -> bool {
+        false
+    }
+    /// Bytes per destination the engine holds besides `V`: the accumulator (8),
+    /// two epochs (8) and the out-degree (4).
+    fn bytes_per_vertex(&self) -> u64 {
+        std::mem::size_of::<Self::V>() as u64 + 20
+    }
+    /// The value of vertex `v` before the first iteration and whether it is active.
+    fn init(&self, v: u32, out_degree: u32, agg: &mut Aggregates) -> (Self::V, bool);
+    /// The message a source sends along its out-edges.
+    fn message(&self, val: &Self::V, out_degree: u32) -> u64;
+    /// The neutral element of `combine`.
+    fn identity(&self) -> u64;
+    /// The contribution of edge `(u, _, w)` carrying `msg`; `None` refuses the edge
+    /// (a negative weight where the program cannot take one).
+    fn edge(&self, msg: u64, u: u32, w: f32) -> Option<u64>;
+    fn combine(&self, acc: u64, x: u64) -> u64;
+    /// Folds the combined contributions `acc` (`identity` when none came) into
+    /// `val`; returns whether the vertex is active in the next iteration.
+    fn apply(
+        &self,
+        g: &Globals,
+        val: &mut Self::V,
+        acc: u64,
+        out_degree: u32,
+        agg: &mut Aggregates,
+    ) -> bool;
+    /// After `done` iterations, with these totals and active vertices: go on?
+    fn proceed(&self, done: u64, agg: &Aggregates, active: u64) -> bool;
+    fn output(&self, val: &Self::V) -> Self::Out;
+}

@@ -1,0 +1,682 @@
+//! The V-Part layout (FAST'19 §4.1): destination-unique partitions with mirrored
+//! sources, for the fully-external engine.
+//!
+//! # Design
+//! Every vertex belongs, as a destination, to exactly one of K partitions (its
+//! *owner*); partition q's destinations `D_q` are its owned vertices in ascending
+//! dense id, and a destination's *local index* is its rank there. Partition q's
+//! *source table* `S_q` lists every vertex with an out-edge into `D_q` (a
+//! *mirror*), ordered by (owner, dense id); its *edge data* holds each mirror's
+//! edges into `D_q` as local indices, in source-table order. Because the table is
+//! ordered by owner first, the mirrors in q of the destinations of partition p
+//! are one contiguous *segment* of `S_q`, in the order of `D_p`: after processing
+//! p, the engine writes p's new values to each of those segments sequentially
+//! (§4.3, Figures 5 and 6) — no sort, no scattered write.
+//!
+//! The owner is chosen by the paper's greedy rule, applied while the out-CSR is
+//! streamed once in source order (so a source's mirror set is known while its
+//! list is read and never stored): for an edge `u -> v`, if `v` has an owner, `u`
+//! is mirrored there; otherwise `v` goes to the least-loaded (fewest in-edges)
+//! partition among those `u` is already mirrored in, or else to the least-loaded
+//! partition overall — always among partitions below their capacity, which is
+//! what bounds one partition's destination data in memory. Vertices with no
+//! in-edges are placed last, in the partitions with the fewest destinations.
+//!
+//! # Files (docs/format.md, "vpart")
+//! * `vpart.index` (kind 11): for each partition q, K + 1 u64 segment starts
+//!   (`seg[q][p]` = first mirror of owner p in `S_q`; `seg[q][K]` = |S_q|).
+//! * `vpart.Q.dests` (kind 12): |D_q| u32 dense ids, then |D_q| u32 out-degrees.
+//! * `vpart.Q.sources` (kind 13): |S_q| records (u32 dense id, u32 edges into q).
+//! * `vpart.Q.edges` (kind 14): the edges, u32 local target (then f32 weight in
+//!   a weighted store) per edge, in source-table order.
+//! * `vpart.Q.mirrors` (kind 15): |D_q| u64 masks, bit p set when the destination
+//!   has a mirror in partition p.
+//!
+//! # Invariants
+//! * Every destination is in exactly one `D_q`; every edge is in exactly one
+//!   partition's edge data (its target's); `S_q` holds exactly the sources of
+//!   those edges.
+//! * The files are written under temporary names, renamed, then listed in the
+//!   manifest (`vpart` record and `files`) — like a cache selection, they are
+//!   checked when a run opens them, so an interrupted rebuild leaves a store that
+//!   opens and a layout that is refused by name until `outcore partition` runs again.
+//!
+//! # Memory
+//! The build holds the owner (1 byte) and local index (4 bytes) of every vertex —
+//! in memory when 5n bytes fit half of the build budget, otherwise in a mapped
+//! scratch file the kernel pages — plus spill buffers (a quarter of the budget)
+//! and two 8 MiB write buffers. Edges pass through one spill file (K x K streams,
+//! (owner of target, owner of source)), so the build reads the CSR twice and
+//! writes and reads the edges once more.
+
+use crate::error::{corrupt, Result, StoreError};
+use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
+use crate::manifest::Manifest;
+use crate::reader::Store;
+use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// At most this many partitions (a mirror mask is one u64).
+pub const MAX_PARTITIONS: u32 = 64;
+/// Destination bytes per vertex of the heaviest external program (pagerank-delta:
+/// three f64 values, an f64 accumulator, two u32 epochs and the u32 out-degree).
+pub const HEAVIEST_BYTES_PER_VERTEX: u64 = 44;
+
+/// What `outcore partition` records in the manifest.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VpartRecord {
+    pub partitions: u32,
+    /// The vertex memory it was sized for.
+    pub vertex_memory: u64,
+    /// Destination bytes per vertex assumed (the heaviest program's).
+    pub bytes_per_vertex: u64,
+    /// Most destinations a partition may hold.
+    pub capacity: u64,
+    /// Per partition: destinations, mirrors (source-table entries), edges.
+    pub dests: Vec<u64>,
+    pub mirrors: Vec<u64>,
+    pub edges: Vec<u64>,
+    /// Mirrors per vertex (the paper's replication factor).
+    pub replication_factor: f64,
+    /// Bytes of the layout beyond one out-CSR (offsets, targets, weights), as a
+    /// fraction of that CSR.
+    pub space_overhead: f64,
+    /// Bytes of every vpart file.
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+impl VpartRecord {
+    /// The largest partition's destination count.
+    pub fn max_dests(&self) -> u64 {
+        self.dests.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// Settings of a build.
+#[derive(Debug, Clone)]
+pub struct VpartOptions {
+    /// Memory for one partition's destination data at run time.
+    pub vertex_memory: u64,
+    /// Partitions wanted (at least what `vertex_memory` needs).
+    pub partitions: Option<u32>,
+    /// Memory budget of the build itself.
+    pub memory: u64,
+}
+
+pub fn index_name() -> String {
+    "vpart.index".into()
+}
+pub fn file_name(q: u32, what: &str) -> String {
+    format!("vpart.{q}.{what}")
+}
+
+/// The partition count and capacity for `n` vertices.
+pub fn plan(n: u64, opts: &VpartOptions) -> Result<(u32, u64)> {
+    let cap_mem = opts.vertex_memory / HEAVIEST_BYTES_PER_VERTEX;
+    if cap_mem == 0 {
+        return Err(StoreError::Invalid(format!(
+            "--vertex-memory {} holds no vertex ({HEAVIEST_BYTES_PER_VERTEX} bytes each)",
+            opts.vertex_memory
+        )));
+    }
+    let n = n.max(1);
+    let k_min = n.div_ceil(cap_mem);
+    // 10% slack for the greedy beyond the fewest partitions that could hold n.
+    let auto = (n * 11).div_ceil(cap_mem * 10).max(1);
+    let k = match opts.partitions {
+        Some(k) if (k as u64) < k_min => {
+            return Err(StoreError::Invalid(format!(
+                "{k} partitions cannot hold {n} vertices in {} of vertex memory ({HEAVIEST_BYTES_PER_VERTEX} bytes each): at least {k_min} are needed",
+                opts.vertex_memory
+            )))
+        }
+        Some(0) => return Err(StoreError::Invalid("--partitions must be at least 1".into())),
+        Some(k) => k as u64,
+        None => auto.max(k_min),
+    };
+    if k > MAX_PARTITIONS as u64 {
+        return Err(StoreError::Invalid(format!(
+            "{n} vertices at {HEAVIEST_BYTES_PER_VERTEX} bytes each need {k} partitions of {} vertex memory; at most {MAX_PARTITIONS} are supported (give more memory)",
+            opts.vertex_memory
+        )));
+    }
+    let even = n.div_ceil(k);
+    let cap = even.max(cap_mem.min((n * 11).div_ceil(k * 10)));
+    Ok((k as u32, cap))
+}
+
+/// A per-vertex array in memory or in a mapped scratch file.
+enum Arr {
+    Mem(Vec<u8>),
+    Map(memmap2::MmapMut, #[allow(dead_code)] ScratchFile),
+}
+
+impl Arr {
+    fn new(len: usize, in_memory: bool, dir: &Path, name: &str) -> Result<Arr> {
+        if in_memory {
+            return Ok(Arr::Mem(vec![0u8; len]));
+        }
+        let f = ScratchFile::create(dir, name, len.max(1) as u64, IoStats::new())?;
+        let m = f.map_mut()?;
+        Ok(Arr::Map(m, f))
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            Arr::Mem(v) => v,
+            Arr::Map(m, _) => m,
+        }
+    }
+}
+
+/// Streams a layout file's payload as values of `T`, checking its CRC at the end.
+struct PodStream<'a, T: bytemuck::Pod> {
+    lf: &'a LayoutFile,
+    pos: u64,
+    end: u64,
+    buf: Vec<T>,
+    i: usize,
+    crc: crc32fast::Hasher,
+}
+
+impl<'a, T: bytemuck::Pod> PodStream<'a, T> {
+    fn new(lf: &'a LayoutFile) -> PodStream<'a, T> {
+        PodStream {
+            lf,
+            pos: 0,
+            end: lf.header.payload_len,
+            buf: Vec::new(),
+            i: 0,
+            crc: crc32fast::Hasher::new(),
+        }
+    }
+    fn next(&mut self) -> Result<T> {
+        if self.i == self.buf.len() {
+            let size = std::mem::size_of::<T>() as u64;
+            let left = (self.end - self.pos) / size;
+            if left == 0 {
+                return Err(corrupt(self.lf.file.path(), "ends before its count"));
+            }
+            let k = left.min((4 << 20) / size) as usize;
+            self.buf.resize(k, T::zeroed());
+            self.lf
+                .read_payload(self.pos, bytemuck::cast_slice_mut(&mut self.buf))?;
+            self.crc.update(bytemuck::cast_slice(&self.buf));
+            self.pos += k as u64 * size;
+            self.i = 0;
+        }
+        self.i += 1;
+        Ok(self.buf[self.i - 1])
+    }
+    /// After the whole payload was read: its CRC must match the header's.
+    fn check(self) -> Result<()> {
+        if self.pos == self.end && self.crc.finalize() != self.lf.header.crc {
+            return Err(corrupt(
+                self.lf.file.path(),
+                "checksum mismatch: the payload is damaged",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Many append-only streams spilled to one temporary file in chunks.
+struct Spill {
+    path: PathBuf,
+    out: Option<OutFile>,
+    chunks: Vec<Vec<(u64, u32)>>,
+    bufs: Vec<Vec<u8>>,
+    cap: usize,
+    pos: u64,
+}
+
+impl Spill {
+    fn new(dir: &Path, streams: usize, memory: u64, stats: Arc<IoStats>) -> Result<Spill> {
+        let path = dir.join(format!(".vpart-spill-{}", std::process::id()));
+        let out = OutFile::create(&path, stats)?;
+        let cap = (memory / streams.max(1) as u64).clamp(4096, 1 << 20) as usize;
+        Ok(Spill {
+            path,
+            out: Some(out),
+            chunks: vec![Vec::new(); streams],
+            bufs: vec![Vec::new(); streams],
+            cap,
+            pos: 0,
+        })
+    }
+    #[inline]
+    fn push(&mut self, s: usize, data: &[u8]) -> Result<()> {
+        if self.bufs[s].len() + data.len() > self.cap {
+            self.flush(s)?;
+        }
+        self.bufs[s].extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self, s: usize) -> Result<()> {
+        let b = &mut self.bufs[s];
+        if b.is_empty() {
+            return Ok(());
+        }
+        self.out.as_mut().expect("open").write_all(b)?;
+        self.chunks[s].push((self.pos, b.len() as u32));
+        self.pos += b.len() as u64;
+        b.clear();
+        Ok(())
+    }
+    /// Flushes every stream and reopens the file for reading.
+    fn finish(&mut self, stats: Arc<IoStats>) -> Result<InFile> {
+        for s in 0..self.bufs.len() {
+            self.flush(s)?;
+        }
+        self.bufs = Vec::new();
+        self.out.take().expect("open").finish()?;
+        Ok(InFile::open(&self.path, ReadMode::Buffered, stats)?)
+    }
+    /// Every chunk of stream `s`, in order.
+    fn read(&self, f: &InFile, s: usize, mut each: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let mut buf = Vec::new();
+        for &(off, len) in &self.chunks[s] {
+            buf.resize(len as usize, 0);
+            f.read_exact_at(off, &mut buf)?;
+            each(&buf)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn pick(mask: u64, loads: &[u64], counts: &[u64], cap: u64) -> usize {
+    let best = |m: u64| {
+        (0..loads.len())
+            .filter(|&q| m >> q & 1 == 1 && counts[q] < cap)
+            .min_by_key(|&q| (loads[q], q))
+    };
+    best(mask)
+        .or_else(|| best(u64::MAX))
+        .expect("capacity x partitions >= vertices")
+}
+
+/// Builds the layout of `store` and records it in the manifest (replacing an
+/// earlier one). `progress(phase, done, total)` is called now and then.
+pub fn build(
+    store: &Store,
+    opts: &VpartOptions,
+    progress: &dyn Fn(&str, u64, u64),
+) -> Result<VpartRecord> {
+    let start = Instant::now();
+    let n = store.vertices();
+    let m = store.edges();
+    let dir = store.dir();
+    let (k, cap) = plan(n, opts)?;
+    let ku = k as usize;
+    let weighted = store.weighted();
+    let stats = store.stats().clone();
+    let open = |name: &str, kind| store.layout_with(name, kind, ReadMode::Buffered, stats.clone());
+    let deg_file = open("degrees.out", FileKind::Degrees)?;
+    let tgt_file = open("csr.out.targets", FileKind::CsrTargets)?;
+    let w_file = if weighted {
+        Some(open("csr.out.weights", FileKind::CsrWeights)?)
+    } else {
+        None
+    };
+    if deg_file.header.count != n || tgt_file.header.count != m {
+        return Err(corrupt(
+            tgt_file.file.path(),
+            "counts differ from the manifest",
+        ));
+    }
+    let in_memory = 5 * n <= opts.memory / 2;
+    const NONE: u8 = u8::MAX;
+    let mut owner = Arr::new(n as usize, in_memory, dir, "vpart-owner")?;
+    owner.bytes().fill(NONE);
+    let mut loads = vec![0u64; ku];
+    let mut counts = vec![0u64; ku];
+
+    // Pass 1: the greedy assignment over the out-CSR in source order.
+    {
+        let own = owner.bytes();
+        let mut degs = PodStream::<u32>::new(&deg_file);
+        let mut tgts = PodStream::<u32>::new(&tgt_file);
+        let mut done = 0u64;
+        for u in 0..n {
+            let d = degs.next()?;
+            let mut mask = 0u64;
+            for _ in 0..d {
+                let v = tgts.next()?;
+                if v as u64 >= n {
+                    return Err(corrupt(
+                        tgt_file.file.path(),
+                        format!("vertex {u} has target {v}, the store has {n} vertices"),
+                    ));
+                }
+                let mut o = own[v as usize];
+                if o == NONE {
+                    o = pick(mask, &loads, &counts, cap) as u8;
+                    own[v as usize] = o;
+                    counts[o as usize] += 1;
+                }
+                mask |= 1 << o;
+                loads[o as usize] += 1;
+            }
+            done += d as u64;
+            if u % (1 << 20) == 0 {
+                progress("assign", done, m);
+            }
+        }
+        degs.check()?;
+        tgts.check()?;
+        for o in own.iter_mut().filter(|o| **o == NONE) {
+            let q = (0..ku)
+                .filter(|&q| counts[q] < cap)
+                .min_by_key(|&q| (counts[q], q))
+                .expect("capacity x partitions >= vertices");
+            *o = q as u8;
+            counts[q] += 1;
+        }
+    }
+
+    // Local indices; destination ids and degrees spilled per partition.
+    let streams = ku * ku + 3 * ku;
+    let spill_mem = (opts.memory / 4).max(1 << 20);
+    let mut spill = Spill::new(dir, streams, spill_mem, stats.clone())?;
+    let s_edges = |q: usize, p: usize| q * ku + p;
+    let s_ids = |q: usize| ku * ku + q;
+    let s_degs = |q: usize| ku * ku + ku + q;
+    let s_mask = |q: usize| ku * ku + 2 * ku + q;
+    let mut local = Arr::new(4 * n as usize, in_memory, dir, "vpart-local")?;
+    {
+        let own = owner.bytes();
+        let loc: &mut [u32] = bytemuck::cast_slice_mut(local.bytes());
+        let mut next = vec![0u32; ku];
+        let mut degs = PodStream::<u32>::new(&deg_file);
+        for v in 0..n as usize {
+            let q = own[v] as usize;
+            loc[v] = next[q];
+            next[q] += 1;
+            spill.push(s_ids(q), &(v as u32).to_le_bytes())?;
+            spill.push(s_degs(q), &degs.next()?.to_le_bytes())?;
+        }
+    }
+
+    // Pass 2: every edge to its (target's owner, source's owner) stream; masks.
+    {
+        let own = owner.bytes();
+        let loc: &[u32] = bytemuck::cast_slice(match &mut local {
+            Arr::Mem(v) => &v[..],
+            Arr::Map(mm, _) => &mm[..],
+        });
+        let mut degs = PodStream::<u32>::new(&deg_file);
+        let mut tgts = PodStream::<u32>::new(&tgt_file);
+        let mut ws = w_file.as_ref().map(PodStream::<f32>::new);
+        let mut done = 0u64;
+        let mut rec = [0u8; 12];
+        let rl = if weighted { 12 } else { 8 };
+        for u in 0..n as usize {
+            let d = degs.next()?;
+            let pu = own[u] as usize;
+            let mut mask = 0u64;
+            rec[0..4].copy_from_slice(&(u as u32).to_le_bytes());
+            for _ in 0..d {
+                let v = tgts.next()? as usize;
+                let q = own[v] as usize;
+                mask |= 1 << q;
+                rec[4..8].copy_from_slice(&loc[v].to_le_bytes());
+                if let Some(ws) = &mut ws {
+                    rec[8..12].copy_from_slice(&ws.next()?.to_le_bytes());
+                }
+                spill.push(s_edges(q, pu), &rec[..rl])?;
+            }
+            spill.push(s_mask(pu), &mask.to_le_bytes())?;
+            done += d as u64;
+            if u % (1 << 20) == 0 {
+                progress("distribute", done, m);
+            }
+        }
+        degs.check()?;
+        tgts.check()?;
+        if let Some(ws) = ws {
+            ws.check()?;
+        }
+    }
+    drop(owner);
+    drop(local);
+    let sf = spill.finish(stats.clone())?;
+
+    // Assembly: each partition's files in turn, under temporary names.
+    let tmp = |name: &str| dir.join(format!(".{name}.tmp"));
+    let mut files: Vec<FileRecord> = Vec::new();
+    let mut written: Vec<String> = Vec::new();
+    let result = (|| -> Result<VpartRecord> {
+        let mut seg = vec![0u64; ku * (ku + 1)];
+        let mut mirrors = vec![0u64; ku];
+        let mut edges = vec![0u64; ku];
+        for q in 0..ku {
+            progress("write", q as u64, k as u64);
+            let mut finish = |w: LayoutWriter, name: String, count: u64| -> Result<()> {
+                let mut r = w.finish(count)?;
+                r.name = name.clone();
+                files.push(r);
+                written.push(name);
+                Ok(())
+            };
+            // Destinations: ids then out-degrees.
+            let name = file_name(q as u32, "dests");
+            let mut w = LayoutWriter::create(&tmp(&name), FileKind::VpartDests, stats.clone())?;
+            spill.read(&sf, s_ids(q), |b| w.append(b))?;
+            spill.read(&sf, s_degs(q), |b| w.append(b))?;
+            finish(w, name, counts[q])?;
+            let name = file_name(q as u32, "mirrors");
+            let mut w = LayoutWriter::create(&tmp(&name), FileKind::VpartMirrors, stats.clone())?;
+            spill.read(&sf, s_mask(q), |b| w.append(b))?;
+            finish(w, name, counts[q])?;
+            // Source table and edges, segment by segment (owner p of the source).
+            let sname = file_name(q as u32, "sources");
+            let ename = file_name(q as u32, "edges");
+            let mut sw = LayoutWriter::create(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
+            let mut ew = LayoutWriter::create(&tmp(&ename), FileKind::VpartEdges, stats.clone())?;
+            let rl = if weighted { 12 } else { 8 };
+            let mut m_q = 0u64;
+            let mut e_q = 0u64;
+            let mut out = Vec::with_capacity(1 << 20);
+            for p in 0..ku {
+                seg[q * (ku + 1) + p] = m_q;
+                let mut cur: Option<(u32, u32)> = None;
+                let mut srcs: Vec<u8> = Vec::new();
+                spill.read(&sf, s_edges(q, p), |b| {
+                    for r in b.chunks_exact(rl) {
+                        let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
+                        match &mut cur {
+                            Some((cu, c)) if *cu == u => *c += 1,
+                            _ => {
+                                if let Some((cu, c)) = cur {
+                                    srcs.extend_from_slice(&cu.to_le_bytes());
+                                    srcs.extend_from_slice(&c.to_le_bytes());
+                                    m_q += 1;
+                                }
+                                cur = Some((u, 1));
+                            }
+                        }
+                        out.extend_from_slice(&r[4..rl]);
+                        e_q += 1;
+                    }
+                    if out.len() >= 1 << 20 {
+                        ew.append(&out)?;
+                        out.clear();
+                    }
+                    if srcs.len() >= 1 << 20 {
+                        sw.append(&srcs)?;
+                        srcs.clear();
+                    }
+                    Ok(())
+                })?;
+                if let Some((cu, c)) = cur {
+                    srcs.extend_from_slice(&cu.to_le_bytes());
+                    srcs.extend_from_slice(&c.to_le_bytes());
+                    m_q += 1;
+                }
+                sw.append(&srcs)?;
+            }
+            ew.append(&out)?;
+            seg[q * (ku + 1) + ku] = m_q;
+            mirrors[q] = m_q;
+            edges[q] = e_q;
+            finish(sw, sname, m_q)?;
+            finish(ew, ename, e_q)?;
+        }
+        if edges.iter().sum::<u64>() != m {
+            return Err(StoreError::Invalid(format!(
+                "partitioning placed {} edges, the store has {m}",
+                edges.iter().sum::<u64>()
+            )));
+        }
+        let name = index_name();
+        let mut w = LayoutWriter::create(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
+        w.append(bytemuck::cast_slice(&seg))?;
+        let mut r = w.finish(seg.len() as u64)?;
+        r.name = name.clone();
+        files.push(r);
+        written.push(name);
+        let bytes: u64 = files.iter().map(|f| f.bytes).sum();
+        let csr: u64 = store
+            .manifest()
+            .files
+            .iter()
+            .filter(|f| f.name.starts_with("csr.out."))
+            .map(|f| f.bytes)
+            .sum();
+        Ok(VpartRecord {
+            partitions: k,
+            vertex_memory: opts.vertex_memory,
+            bytes_per_vertex: HEAVIEST_BYTES_PER_VERTEX,
+            capacity: cap,
+            dests: counts.clone(),
+            replication_factor: mirrors.iter().sum::<u64>() as f64 / n.max(1) as f64,
+            space_overhead: (bytes as f64 - csr as f64) / csr.max(1) as f64,
+            mirrors,
+            edges,
+            bytes,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    })();
+    drop(sf);
+    drop(spill);
+    let rec = match result {
+        Ok(r) => r,
+        Err(e) => {
+            for name in &written {
+                let _ = std::fs::remove_file(tmp(name));
+            }
+            return Err(e);
+        }
+    };
+    for name in &written {
+        std::fs::rename(tmp(name), dir.join(name))
+            .map_err(|e| outcore_io::IoError::new(tmp(name), "rename", e))?;
+    }
+    // The manifest on disk, not the open store's copy.
+    let mut man = Manifest::read(dir)?;
+    let old: Vec<String> = man
+        .files
+        .iter()
+        .filter(|f| f.name.starts_with("vpart."))
+        .map(|f| f.name.clone())
+        .collect();
+    man.files.retain(|f| !f.name.starts_with("vpart."));
+    man.files.extend(files);
+    man.vpart = Some(rec.clone());
+    man.write(dir)?;
+    for name in old.iter().filter(|o| !written.contains(o)) {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    Ok(rec)
+}
+
+/// An opened layout: the record, the segment starts, and its files.
+pub struct VpartLayout {
+    pub record: VpartRecord,
+    /// `seg[q * (K + 1) + p]`.
+    seg: Vec<u64>,
+    pub dests: Vec<LayoutFile>,
+    pub sources: Vec<LayoutFile>,
+    pub edges: Vec<LayoutFile>,
+    pub mirrors: Vec<LayoutFile>,
+    pub weighted: bool,
+}
+
+impl VpartLayout {
+    /// Opens the layout of `store` (checking every header against the manifest,
+    /// and the index's CRC); `None` when the store has none.
+    pub fn open(store: &Store, mode: ReadMode) -> Result<Option<VpartLayout>> {
+        let Some(rec) = store.manifest().vpart.clone() else {
+            return Ok(None);
+        };
+        let k = rec.partitions;
+        let stats = store.stats().clone();
+        let open = |name: String, kind| store.layout_with(&name, kind, mode, stats.clone());
+        let index = open(index_name(), FileKind::VpartIndex)?;
+        let seg: Vec<u64> = index.read_all()?;
+        let ku = k as usize;
+        if seg.len() != ku * (ku + 1) || rec.dests.len() != ku {
+            return Err(corrupt(
+                index.file.path(),
+                "does not match the vpart record",
+            ));
+        }
+        let mut l = VpartLayout {
+            seg,
+            dests: Vec::new(),
+            sources: Vec::new(),
+            edges: Vec::new(),
+            mirrors: Vec::new(),
+            weighted: store.weighted(),
+            record: rec,
+        };
+        let rl = if l.weighted { 8 } else { 4 };
+        for q in 0..k {
+            let d = open(file_name(q, "dests"), FileKind::VpartDests)?;
+            let s = open(file_name(q, "sources"), FileKind::VpartSources)?;
+            let e = open(file_name(q, "edges"), FileKind::VpartEdges)?;
+            let mi = open(file_name(q, "mirrors"), FileKind::VpartMirrors)?;
+            let qu = q as usize;
+            let ok = d.header.payload_len == 8 * l.record.dests[qu]
+                && mi.header.payload_len == 8 * l.record.dests[qu]
+                && s.header.payload_len == 8 * l.record.mirrors[qu]
+                && e.header.payload_len == rl * l.record.edges[qu]
+                && l.seg[qu * (ku + 1) + ku] == l.record.mirrors[qu];
+            if !ok {
+                return Err(corrupt(
+                    store.dir().join(file_name(q, "*")),
+                    "partition files do not match the vpart record",
+                ));
+            }
+            l.dests.push(d);
+            l.sources.push(s);
+            l.edges.push(e);
+            l.mirrors.push(mi);
+        }
+        Ok(Some(l))
+    }
+    pub fn partitions(&self) -> u32 {
+        self.record.partitions
+    }
+    /// First mirror of owner `p`'s destinations in partition `q`'s source table.
+    pub fn segment(&self, q: u32, p: u32) -> u64 {
+        let k = self.record.partitions as usize;
+        self.seg[q as usize * (k + 1) + p as usize]
+    }
+    /// Bytes of one edge record (local target, and weight when weighted).
+    pub fn edge_bytes(&self) -> u64 {
+        if self.weighted {
+            8
+        } else {
+            4
+        }
+    }
+}
