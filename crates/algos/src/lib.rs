@@ -99,6 +99,18 @@ impl Algo {
     }
 }
 
+/// Bytes per vertex of the vertex arrays `algo` allocates on the streaming engine
+/// (beyond the engine's bitmaps), so a caller can tell whether they fit a budget.
+pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
+    match algo {
+        Algo::Bfs | Algo::Sssp => 8,
+        Algo::Wcc | Algo::WccLp | Algo::Mis => 4,
+        Algo::MisLuby => 8,
+        Algo::PageRank | Algo::PageRankDelta => 28,
+        Algo::Spmv => 16,
+    }
+}
+
 /// Parameters shared by the algorithms (ids are dense here).
 #[derive(Debug, Clone)]
 pub struct Params {
@@ -182,6 +194,22 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// The sum of `xs`, compensated (Neumaier): the rounding error does not grow
+/// with the number of terms.
+pub fn compensated_sum(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut comp) = (0.0f64, 0.0f64);
+    for x in xs {
+        let t = sum + x;
+        comp += if sum.abs() >= x.abs() {
+            (sum - t) + x
+        } else {
+            (x - t) + sum
+        };
+        sum = t;
+    }
+    sum + comp
 }
 
 /// Stops a run whose iteration cap was reached before convergence.

@@ -129,7 +129,7 @@ pub fn serial_pagerank(
     for_each_edge(store, false, |u, _, _| deg[u as usize] += 1)?;
     let mut pr = from.map_or_else(|| vec![1.0 / n as f64; n], |x| x.to_vec());
     for _ in 0..iters {
-        let dangling: f64 = (0..n).filter(|&v| deg[v] == 0).map(|v| pr[v]).sum();
+        let dangling = crate::compensated_sum((0..n).filter(|&v| deg[v] == 0).map(|v| pr[v]));
         let mut s = vec![0.0f64; n];
         for_each_edge(store, false, |u, v, _| {
             s[v as usize] += pr[u as usize] / deg[u as usize] as f64

@@ -100,7 +100,7 @@ fn check(store: &Store, ks: &[u32]) {
         let rec = store.manifest().vpart.clone().unwrap();
         // The smallest budget the largest partition fits, and a roomy one.
         let tight = outcore_engine::external::FIXED_BYTES
-            + rec.partitions as u64 * (256 << 10)
+            + rec.partitions as u64 * outcore_engine::external::mirror_buffer(1 << 30, k)
             + rec.max_dests() * 44
             + (1 << 20);
         for (threads, memory, reads) in [

@@ -1,8 +1,9 @@
 //! `outcore jobs STORE SPEC...`: several BSP jobs sharing one scan of the store
 //! (GraphCP's engine, `outcore_engine::jobs`).
 
+use crate::args::OutFormat;
+use crate::output::write_output;
 use crate::progress::peak_memory;
-use crate::run::{write_output, OutFormat};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};

@@ -4,8 +4,11 @@
 //! crates do the work, and this binary owns presentation: progress bars on stderr
 //! (indicatif), closing summary lines, and error messages with a non-zero exit.
 
+mod args;
 mod bench;
+mod external;
 mod jobs;
+mod output;
 mod progress;
 mod run;
 mod vertex;
@@ -43,6 +46,9 @@ enum Cmd {
     Run(run::RunArgs),
     /// Run the built-in example end to end: generate, ingest, info, then algorithms.
     Example(ExampleArgs),
+    /// Build the V-Part layout (destination-unique partitions with mirrored
+    /// sources) for the external engine.
+    Partition(external::PartitionArgs),
     /// Run several jobs (bfs, sssp, wcc, wcc-lp, pagerank) sharing one scan of the store (GraphCP).
     Jobs(jobs::JobsArgs),
     /// Measure the storage device under a directory (sequential and random, O_DIRECT).
@@ -241,6 +247,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Run(a) => run::cmd_run(a),
+        Cmd::Partition(a) => external::cmd_partition(a),
         Cmd::Example(a) => cmd_example(a),
         Cmd::Jobs(a) => jobs::cmd_jobs(a),
         Cmd::Calibrate(a) => bench::cmd_calibrate(a),
@@ -448,6 +455,18 @@ fn print_info(i: &StoreInfo, verified: bool) {
                 .unwrap_or_default()
         );
     }
+    if let Some(v) = &i.vpart {
+        println!(
+            "vpart        {} partitions (largest {} destinations, for vertex memory {}): replication factor {:.2}, space overhead {:.1}%, {}, built in {:.2}s",
+            v.partitions,
+            v.max_dests(),
+            format_bytes(v.vertex_memory),
+            v.replication_factor,
+            v.space_overhead * 100.0,
+            format_bytes(v.bytes),
+            v.seconds
+        );
+    }
     for (name, d) in [("out-degree", &i.out_degree), ("in-degree", &i.in_degree)] {
         println!(
             "{name:<12} max {} mean {:.2} zero {}",
@@ -558,7 +577,7 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
     for algo in ["bfs", "diam"] {
         eprintln!("example: run {algo} on the vertex engine, 5% page cache + 20% static cache chosen by GVS, with --verify");
         let mut args = run::RunArgs::example(algo, store.clone(), Some(0));
-        args.engine = run::EngineArg::Vertex;
+        args.engine = Some(run::EngineArg::Vertex);
         args.vertex.policy = Some(outcore_store::select::Policy::Gvs);
         args.vertex.k = 20;
         args.vertex.buffered = true;

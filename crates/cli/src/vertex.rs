@@ -1,7 +1,8 @@
 //! The vertex-centric engine from the command line: `outcore run ALGO STORE
 //! --engine vertex`, `outcore select-cache` and `outcore reorder`.
 
-use crate::run::{os_io, parse_size_arg, write_output, RunArgs};
+use crate::args::{parse_size_arg, RunArgs};
+use crate::output::{os_io, resolve_root, write_output};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -108,7 +109,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
     let store = Store::open_with(&a.store, ReadMode::Buffered, stats.clone())
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = store.id_map()?;
-    let root = crate::run::resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
+    let root = resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
     let weights = algo.weighted() && store.weighted();
     let per_edge = if weights { 8 } else { 4 };
     let csr = store.edges() * per_edge;

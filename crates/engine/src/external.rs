@@ -37,8 +37,8 @@
 //!    rather than split into separate writes.
 //!
 //! # Memory
-//! `--memory` pays: a fixed 8 MiB for the process, K x 256 KiB of mirror-update
-//! buffers, one partition's destination data (the program's
+//! `--memory` pays: a fixed 8 MiB for the process, K mirror-update buffers (a
+//! sixteenth of the budget shared, 4 to 256 KiB each), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`] x its destinations), and chunk buffers (source
 //! records and mirror slots, 24 bytes per entry; an edge window; with several
 //! threads, 12 bytes per edge of update buffers) from what is left, between 1 and
@@ -58,8 +58,11 @@ use std::time::Instant;
 
 /// Fixed allowance for the process (code, stacks, small tables).
 pub const FIXED_BYTES: u64 = 8 << 20;
-/// Mirror-update buffer per partition.
-const MIRROR_BUF: usize = 256 << 10;
+/// Mirror-update buffer per partition: a sixteenth of the budget shared by the
+/// partitions, between 4 and 256 KiB.
+pub fn mirror_buffer(memory: u64, partitions: u32) -> u64 {
+    (memory / 16 / partitions.max(1) as u64).clamp(4 << 10, 256 << 10)
+}
 /// Unchanged mirror entries rewritten rather than starting a new write.
 const MIRROR_GAP: usize = 512;
 const NEVER: u32 = u32::MAX;
@@ -137,6 +140,7 @@ pub struct ExternalStats {
     pub io_seconds: f64,
     pub compute_seconds: f64,
     /// The memory plan.
+    pub mirror_buffer: u64,
     pub dest_memory: u64,
     pub chunk_memory: u64,
     pub chunk_entries: u64,
@@ -155,6 +159,7 @@ impl ExternalObserver for NoObserver {}
 /// The memory a layout needs under a budget.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Plan {
+    pub mirror_buffer: u64,
     pub dest_memory: u64,
     pub chunk_memory: u64,
     pub chunk_entries: u64,
@@ -170,7 +175,8 @@ pub fn plan(
     threads: usize,
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
-    let fixed = FIXED_BYTES + k * MIRROR_BUF as u64;
+    let mirror_buf = mirror_buffer(memory, record.partitions);
+    let fixed = FIXED_BYTES + k * mirror_buf;
     let dest = record.max_dests() * bytes_per_vertex;
     let min_chunk = 1u64 << 20;
     let left = memory.saturating_sub(fixed + dest);
@@ -188,6 +194,7 @@ pub fn plan(
     let chunk = left.min(64 << 20);
     let per_edge = edge_bytes + if threads > 1 { 12 } else { 0 };
     Ok(Plan {
+        mirror_buffer: mirror_buf,
         dest_memory: dest,
         chunk_memory: chunk,
         chunk_entries: (chunk / 2 / 24).max(1024),
@@ -298,6 +305,7 @@ impl<'s> ExternalEngine<'s> {
         )
         .map_err(EngineError::Budget)?;
         self.stats.dest_memory = plan.dest_memory;
+        self.stats.mirror_buffer = plan.mirror_buffer;
         self.stats.chunk_memory = plan.chunk_memory;
         self.stats.chunk_entries = plan.chunk_entries;
         self.stats.window_edges = plan.window_edges;
@@ -331,7 +339,7 @@ impl<'s> ExternalEngine<'s> {
         };
 
         // Iteration 0: initial values, both mirror slots written in full.
-        let mut agg_total: Aggregates = [0.0; 4];
+        let mut agg_total = Sums::default();
         let mut active_total = 0u64;
         for q in 0..k {
             let ids: Vec<u32> =
@@ -344,7 +352,9 @@ impl<'s> ExternalEngine<'s> {
             let mut vals = Vec::with_capacity(ids.len());
             let mut eps = Vec::with_capacity(ids.len());
             for (&v, &d) in ids.iter().zip(&degs) {
-                let (x, act) = prog.init(v, d, &mut agg_total);
+                let mut one: Aggregates = [0.0; 4];
+                let (x, act) = prog.init(v, d, &mut one);
+                agg_total.add(&one);
                 vals.push(x);
                 eps.push([if act { 0 } else { NEVER }, 0]);
                 active_total += act as u64;
@@ -355,7 +365,7 @@ impl<'s> ExternalEngine<'s> {
         let mut done = 0u64;
         let mut globals = Globals {
             iteration: 0,
-            prev: agg_total,
+            prev: agg_total.total(),
         };
         while prog.proceed(done, &globals.prev, active_total) {
             let it = done + 1;
@@ -365,7 +375,7 @@ impl<'s> ExternalEngine<'s> {
             let e0 = self.stats.edges_processed;
             self.observer.iteration(it, k, active_total);
             globals.iteration = it;
-            let mut agg: Aggregates = [0.0; 4];
+            let mut agg = Sums::default();
             let mut active = 0u64;
             let mut active_sources = 0u64;
             for q in 0..k {
@@ -383,7 +393,7 @@ impl<'s> ExternalEngine<'s> {
                 mirror_bytes: self.stats.mirror_update_bytes - m0,
                 seconds: ti.elapsed().as_secs_f64(),
             });
-            globals.prev = agg;
+            globals.prev = agg.total();
             active_total = active;
             done = it;
         }
@@ -423,7 +433,7 @@ impl<'s> ExternalEngine<'s> {
         plan: &Plan,
         q: u32,
         g: &Globals,
-        agg: &mut Aggregates,
+        agg: &mut Sums,
     ) -> Result<(u64, u64)> {
         let it = g.iteration;
         let qu = q as usize;
@@ -588,17 +598,19 @@ impl<'s> ExternalEngine<'s> {
         // Apply, in fixed blocks so the aggregates add up in the same order always.
         let tc = Instant::now();
         const BLOCK: usize = 4096;
-        let res: Vec<(u64, Aggregates)> = self.pool.install(|| {
+        let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
                 .zip(acc.par_chunks(BLOCK))
                 .zip(degs.par_chunks(BLOCK))
                 .map(|(((v, e), a), d)| {
-                    let mut ag: Aggregates = [0.0; 4];
+                    let mut ag = Sums::default();
                     let mut n_act = 0u64;
                     for i in 0..v.len() {
                         let before = prog.message(&v[i], d[i]);
-                        let act = prog.apply(g, &mut v[i], a[i], d[i], &mut ag);
+                        let mut one: Aggregates = [0.0; 4];
+                        let act = prog.apply(g, &mut v[i], a[i], d[i], &mut one);
+                        ag.add(&one);
                         let after = prog.message(&v[i], d[i]);
                         if act {
                             e[i][0] = it as u32;
@@ -615,9 +627,7 @@ impl<'s> ExternalEngine<'s> {
         let mut active = 0u64;
         for (a, ag) in res {
             active += a;
-            for (x, y) in agg.iter_mut().zip(ag) {
-                *x += y;
-            }
+            agg.merge(&ag);
         }
         self.stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
@@ -647,6 +657,7 @@ impl<'s> ExternalEngine<'s> {
         let nd = rec.dests[p as usize];
         let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
         let need_from = (it.saturating_sub(1)).max(1) as u32;
+        let buf_bytes = self.stats.mirror_buffer;
         let all = prog.all_active();
         let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
         // Per target partition: the pending run (first position, entries) and the
@@ -704,7 +715,7 @@ impl<'s> ExternalEngine<'s> {
                             run.1.append(&mut tail[q]);
                         }
                         run.1.push(r);
-                        if run.1.len() * 16 >= MIRROR_BUF {
+                        if run.1.len() as u64 * 16 >= buf_bytes {
                             flush(q, run)?;
                         }
                     } else if !pending[q].1.is_empty() {
@@ -740,6 +751,43 @@ impl<'s> ExternalEngine<'s> {
         self.stats.mirror_update_writes += writes;
         self.stats.mirror_update_seconds += t.elapsed().as_secs_f64();
         Ok(())
+    }
+}
+
+/// Compensated (Neumaier) sums of aggregates, so their totals hardly depend on
+/// the order vertices are visited in (partition order here, id order elsewhere).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Sums {
+    sum: Aggregates,
+    comp: Aggregates,
+}
+
+impl Sums {
+    fn add_one(&mut self, i: usize, x: f64) {
+        let s = self.sum[i];
+        let t = s + x;
+        self.comp[i] += if s.abs() >= x.abs() {
+            (s - t) + x
+        } else {
+            (x - t) + s
+        };
+        self.sum[i] = t;
+    }
+    pub fn add(&mut self, a: &Aggregates) {
+        for (i, &x) in a.iter().enumerate() {
+            if x != 0.0 {
+                self.add_one(i, x);
+            }
+        }
+    }
+    pub fn merge(&mut self, o: &Sums) {
+        for i in 0..4 {
+            self.add_one(i, o.sum[i]);
+            self.add_one(i, o.comp[i]);
+        }
+    }
+    pub fn total(&self) -> Aggregates {
+        std::array::from_fn(|i| self.sum[i] + self.comp[i])
     }
 }
 

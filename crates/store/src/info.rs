@@ -108,6 +108,8 @@ pub struct StoreInfo {
     pub order: Option<crate::manifest::OrderRecord>,
     /// Saved static-cache selections.
     pub selections: Vec<crate::manifest::SelectionRecord>,
+    /// The V-Part layout (`replication_factor`, `space_overhead`, ...), if built.
+    pub vpart: Option<crate::vpart::VpartRecord>,
 }
 
 /// Gathers the statistics of `store`; with `verify`, streams every file to check
@@ -188,6 +190,7 @@ pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
         files,
         order: m.order.clone(),
         selections: m.selections.clone(),
+        vpart: m.vpart.clone(),
     })
 }
 

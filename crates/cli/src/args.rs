@@ -1,0 +1,148 @@
+//! The arguments of `outcore run`, shared by the engines' command modules.
+
+use clap::{Args, ValueEnum};
+use outcore_io::parse_size;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Algorithm: bfs, sssp, wcc, wcc-lp, mis, mis-luby, pagerank, pagerank-delta, spmv;
+    /// with `--engine vertex`: bfs, sssp, wcc, diam, bc, apsp.
+    pub algo: String,
+    /// The store directory.
+    pub store: PathBuf,
+    /// Start vertex of bfs and sssp, in the user's ids.
+    #[arg(long)]
+    pub root: Option<u64>,
+    /// Memory budget of the streaming engine (vertex arrays, block ring, bitmaps),
+    /// e.g. 512M, 4G. The vertex engine sizes its caches by --cache-split instead.
+    #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
+    pub memory: u64,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Maximum re-entry times per loaded block (1 behaves like GridGraph).
+    #[arg(long, default_value_t = 5)]
+    pub mrt: u32,
+    /// Iterations of pagerank (default 10) and spmv (default 1); a cap for the others.
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// pagerank-delta: stop when the pending rank mass is below this (L1).
+    #[arg(long, default_value_t = 1e-7)]
+    pub tolerance: f64,
+    /// PageRank damping factor.
+    #[arg(long, default_value_t = 0.85)]
+    pub damping: f64,
+    /// Seed of randomized algorithms (mis-luby; diam's start, bc and apsp sources).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// bfs and sssp: also write each vertex's parent in the tree.
+    #[arg(long)]
+    pub parents: bool,
+    /// Block order.
+    #[arg(long, value_enum, default_value_t = OrderArg::Row)]
+    pub order: OrderArg,
+    /// Write the result here (one `id value` line per vertex, ascending id).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    pub out_format: OutFormat,
+    /// Check the result independently (Graph500 rules, union-find, ...).
+    #[arg(long)]
+    pub verify: bool,
+    /// Write run statistics as JSON here.
+    #[arg(long)]
+    pub stats: Option<PathBuf>,
+    /// Directory for mapped vertex arrays and sort runs (default: the store).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Map every vertex array from the work directory, whatever the budget.
+    #[arg(long)]
+    pub mapped_state: bool,
+    /// Read blocks with O_DIRECT, bypassing the page cache.
+    #[arg(long)]
+    pub direct: bool,
+    /// The engine: `stream` (CLIP grid streaming; vertex arrays mapped from the
+    /// work directory beyond --memory), `external` (V-Part: vertex data larger than
+    /// memory, one destination partition at a time; bfs, sssp, wcc-lp, pagerank,
+    /// pagerank-delta, spmv) or `vertex` (page-cached vertex-centric engine for
+    /// BFS-like algorithms: bfs, sssp, wcc, diam, bc, apsp). Default: `stream`
+    /// when the algorithm's vertex state fits --memory, else `external`.
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineArg>,
+    /// Print the plan (engine and why, partitions, expected bytes per iteration)
+    /// and exit without running.
+    #[arg(long)]
+    pub explain: bool,
+    /// External engine: read a chunk's edges whole, only the active sources'
+    /// runs, or whichever the cost model prices lower.
+    #[arg(long, value_enum, default_value_t = EdgeReadsArg::Auto)]
+    pub edge_reads: EdgeReadsArg,
+    #[command(flatten)]
+    pub vertex: crate::vertex::VertexArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EngineArg {
+    Stream,
+    External,
+    Vertex,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EdgeReadsArg {
+    Auto,
+    Whole,
+    Selective,
+}
+
+impl RunArgs {
+    /// The settings `outcore example` uses: defaults plus `--verify`.
+    pub fn example(algo: &str, store: PathBuf, root: Option<u64>) -> RunArgs {
+        RunArgs {
+            algo: algo.to_string(),
+            store,
+            root,
+            memory: 256 << 20,
+            threads: None,
+            mrt: 5,
+            iterations: None,
+            tolerance: 1e-7,
+            damping: 0.85,
+            seed: 1,
+            parents: false,
+            order: OrderArg::Row,
+            out: None,
+            out_format: OutFormat::Text,
+            verify: true,
+            stats: None,
+            work_dir: None,
+            mapped_state: false,
+            direct: false,
+            engine: None,
+            explain: false,
+            edge_reads: EdgeReadsArg::Auto,
+            vertex: crate::vertex::VertexArgs::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OrderArg {
+    Row,
+    Column,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OutFormat {
+    /// `id value` lines.
+    Text,
+    /// Little-endian records: u64 id, then the value as 8 bytes (i64, f64 or u64).
+    Bin,
+    /// A NumPy .npy file of a structured array with fields `id` and `value`.
+    Npy,
+}
+
+pub(crate) fn parse_size_arg(s: &str) -> std::result::Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}

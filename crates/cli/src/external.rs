@@ -1,0 +1,369 @@
+//! `outcore partition` and the fully-external engine behind `outcore run`: the
+//! choice between the streaming engine (vertex state in memory) and the external
+//! engine (vertex state beyond `--memory`), the V-Part layout built or rebuilt
+//! when the budget needs it, `--explain`, and the run itself.
+
+use crate::args::{EdgeReadsArg, EngineArg, RunArgs};
+use crate::output::{os_io, write_output};
+use crate::progress::peak_memory;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use outcore_algos::programs::{external_bytes_per_vertex, external_supported, run_external};
+use outcore_algos::{stream_bytes_per_vertex, verify::verify, Algo, Params};
+use outcore_engine::external::{self, ExternalObserver, FIXED_BYTES};
+use outcore_engine::{EdgeReads, ExternalConfig, ExternalEngine};
+use outcore_io::{format_bytes, IoStats, ReadMode};
+use outcore_store::vpart::{self, VpartOptions, VpartRecord, HEAVIEST_BYTES_PER_VERTEX};
+use outcore_store::Store;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct PartitionArgs {
+    /// The store directory.
+    pub store: PathBuf,
+    /// Memory for one partition's destination data at run time (44 bytes per
+    /// vertex, the heaviest algorithm's), e.g. 256M.
+    #[arg(long, value_parser = crate::args::parse_size_arg)]
+    pub vertex_memory: u64,
+    /// Partitions (at least what --vertex-memory needs; at most 64).
+    #[arg(long)]
+    pub partitions: Option<u32>,
+    /// Memory budget of the partitioning itself.
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_size_arg)]
+    pub memory: u64,
+}
+
+pub fn cmd_partition(a: PartitionArgs) -> Result<()> {
+    let store = Store::open_with(&a.store, ReadMode::Buffered, IoStats::new())
+        .with_context(|| format!("opening store {}", a.store.display()))?;
+    let opts = VpartOptions {
+        vertex_memory: a.vertex_memory,
+        partitions: a.partitions,
+        memory: a.memory,
+    };
+    let rec = build(&store, &opts)?;
+    eprintln!(
+        "partitioned {} into {} partitions in {:.2}s: replication factor {:.2}, space overhead {:.1}%, largest partition {} destinations ({} of vertex memory), {} written",
+        a.store.display(),
+        rec.partitions,
+        rec.seconds,
+        rec.replication_factor,
+        rec.space_overhead * 100.0,
+        rec.max_dests(),
+        format_bytes(rec.max_dests() * HEAVIEST_BYTES_PER_VERTEX),
+        format_bytes(store.stats().snapshot().bytes_written)
+    );
+    Ok(())
+}
+
+fn build(store: &Store, opts: &VpartOptions) -> Result<VpartRecord> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("partition {msg} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    let rec = vpart::build(store, opts, &|phase, done, total| {
+        bar.set_message(phase.to_string());
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .with_context(|| format!("partitioning {}", store.dir().display()))?;
+    bar.finish_and_clear();
+    Ok(rec)
+}
+
+/// Which engine runs, and why.
+pub struct Choice {
+    pub engine: EngineArg,
+    pub reason: String,
+}
+
+/// The engine `outcore run` takes: `--engine` when given; otherwise the
+/// streaming engine when the algorithm's vertex state fits what `--memory`
+/// leaves beside the streaming engine's buffers (`state_room`), else the
+/// external engine when it runs the algorithm.
+pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice {
+    let need = stream_bytes_per_vertex(algo) * store.vertices();
+    let fits = need <= state_room;
+    let what = format!(
+        "vertex state {} ({} B x {} vertices) {} the {} --memory leaves beside the streaming engine's buffers",
+        format_bytes(need),
+        stream_bytes_per_vertex(algo),
+        store.vertices(),
+        if fits { "fits" } else { "exceeds" },
+        format_bytes(state_room)
+    );
+    match a.engine {
+        Some(EngineArg::External) => Choice {
+            engine: EngineArg::External,
+            reason: format!("--engine external; {what}"),
+        },
+        Some(e) => Choice {
+            engine: e,
+            reason: if fits || a.mapped_state {
+                format!("--engine stream; {what}")
+            } else {
+                format!("--engine stream; {what}, so arrays are mapped from the work directory (slow: the kernel pages them at random)")
+            },
+        },
+        None if fits && !a.mapped_state => Choice {
+            engine: EngineArg::Stream,
+            reason: what,
+        },
+        None if a.mapped_state => Choice {
+            engine: EngineArg::Stream,
+            reason: format!("--mapped-state; {what}"),
+        },
+        None if external_supported(algo) => Choice {
+            engine: EngineArg::External,
+            reason: format!("{what}: the external engine holds one partition at a time"),
+        },
+        None => Choice {
+            engine: EngineArg::Stream,
+            reason: format!(
+                "{what}, but {} does not run on the external engine: arrays are mapped from the work directory (slow)",
+                algo.name()
+            ),
+        },
+    }
+}
+
+/// Vertex memory to partition for under `memory`: the largest that leaves the
+/// engine its fixed part, mirror buffers and chunk buffers.
+fn vertex_memory_for(
+    store: &Store,
+    memory: u64,
+    bpv: u64,
+    eb: u64,
+    threads: usize,
+) -> Result<VpartOptions> {
+    let n = store.vertices();
+    let mut vm = memory.saturating_sub(FIXED_BYTES) * 3 / 4;
+    while vm >= HEAVIEST_BYTES_PER_VERTEX {
+        let opts = VpartOptions {
+            vertex_memory: vm,
+            partitions: None,
+            memory,
+        };
+        let Ok((k, cap)) = vpart::plan(n, &opts) else {
+            break;
+        };
+        let probe = VpartRecord {
+            partitions: k,
+            vertex_memory: vm,
+            bytes_per_vertex: HEAVIEST_BYTES_PER_VERTEX,
+            capacity: cap,
+            dests: vec![cap],
+            mirrors: vec![],
+            edges: vec![],
+            replication_factor: 0.0,
+            space_overhead: 0.0,
+            bytes: 0,
+            seconds: 0.0,
+        };
+        if external::plan(&probe, memory, bpv, eb, threads).is_ok() {
+            return Ok(opts);
+        }
+        vm = vm * 3 / 4;
+    }
+    bail!(
+        "--memory {} is too small for the external engine: {} vertices at {bpv} bytes each in at most {} partitions, beside {} fixed, mirror buffers and 1 MiB of chunk buffers",
+        format_bytes(memory),
+        n,
+        vpart::MAX_PARTITIONS,
+        format_bytes(FIXED_BYTES)
+    )
+}
+
+struct Bars {
+    bar: ProgressBar,
+}
+impl ExternalObserver for Bars {
+    fn iteration(&self, it: u64, partitions: u32, active: u64) {
+        self.bar.set_length(partitions as u64);
+        self.bar.set_position(0);
+        self.bar
+            .set_message(format!("iteration {it}, {active} active"));
+    }
+    fn partition_done(&self, _: u32) {
+        self.bar.inc(1);
+    }
+}
+
+/// Bytes an iteration of `algo` reads and writes at most on the layout.
+fn per_iteration_bytes(store: &Store, rec: &VpartRecord, algo: Algo) -> (u64, u64) {
+    let eb = if store.weighted() { 8 } else { 4 };
+    let edges: u64 = rec.edges.iter().sum();
+    let mirrors: u64 = rec.mirrors.iter().sum();
+    let n = store.vertices();
+    let vb = external_bytes_per_vertex(algo) - 20 + 8;
+    let read = edges * eb + mirrors * 24 + n * (vb + 4 + 8);
+    let written = n * vb + mirrors * 16;
+    (read, written)
+}
+
+/// `outcore run` on the external engine (the layout built first when missing or
+/// too coarse for `--memory`).
+pub fn run(
+    a: RunArgs,
+    store: Store,
+    algo: Algo,
+    params: Params,
+    choice: Choice,
+    start: Instant,
+) -> Result<()> {
+    if !external_supported(algo) {
+        bail!(
+            "{} does not run on the external engine (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
+            algo.name()
+        );
+    }
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
+    let bpv = external_bytes_per_vertex(algo);
+    let eb = if store.weighted() { 8 } else { 4 };
+    let current = store.manifest().vpart.clone();
+    let fits = current
+        .as_ref()
+        .is_some_and(|r| external::plan(r, a.memory, bpv, eb, threads).is_ok());
+    let mut store = store;
+    let mut built = None;
+    if !fits {
+        let opts = vertex_memory_for(&store, a.memory, bpv, eb, threads)?;
+        let (k, cap) = vpart::plan(store.vertices(), &opts)?;
+        let why = match &current {
+            None => "the store has no V-Part layout".to_string(),
+            Some(r) => format!(
+                "its {} partitions of up to {} destinations do not fit --memory {}",
+                r.partitions,
+                r.max_dests(),
+                format_bytes(a.memory)
+            ),
+        };
+        if a.explain {
+            println!(
+                "engine: external ({})\nlayout: to be built: {why}; {k} partitions of at most {cap} destinations (vertex memory {})",
+                choice.reason,
+                format_bytes(opts.vertex_memory)
+            );
+            return Ok(());
+        }
+        eprintln!(
+            "partition: {why}; building {k} partitions for vertex memory {}",
+            format_bytes(opts.vertex_memory)
+        );
+        let rec = build(&store, &opts)?;
+        built = Some(rec);
+        store = Store::open_with(&a.store, ReadMode::Buffered, store.stats().clone())?;
+    }
+    let rec = store.manifest().vpart.clone().expect("a layout");
+    let plan = external::plan(&rec, a.memory, bpv, eb, threads).map_err(anyhow::Error::msg)?;
+    if a.explain {
+        let (r, w) = per_iteration_bytes(&store, &rec, algo);
+        println!(
+            "engine: external ({})\nlayout: {} partitions, largest {} destinations, replication factor {:.2}, space overhead {:.1}%\nmemory: {} destination data, {} chunk buffers ({} source entries, {} edges a window), {} fixed + mirror buffers\nper iteration at most: read {}, write {} (every source active)",
+            choice.reason,
+            rec.partitions,
+            rec.max_dests(),
+            rec.replication_factor,
+            rec.space_overhead * 100.0,
+            format_bytes(plan.dest_memory),
+            format_bytes(plan.chunk_memory),
+            plan.chunk_entries,
+            plan.window_edges,
+            format_bytes(FIXED_BYTES + rec.partitions as u64 * plan.mirror_buffer),
+            format_bytes(r),
+            format_bytes(w)
+        );
+        return Ok(());
+    }
+    let cfg = ExternalConfig {
+        memory: a.memory,
+        threads,
+        work_dir: a.work_dir.clone(),
+        direct_io: a.direct,
+        edge_reads: match a.edge_reads {
+            EdgeReadsArg::Auto => EdgeReads::Auto,
+            EdgeReadsArg::Whole => EdgeReads::Whole,
+            EdgeReadsArg::Selective => EdgeReads::Selective,
+        },
+    };
+    let mut engine = ExternalEngine::new(&store, cfg)?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>9} [{bar:30}] {pos}/{len} partitions {msg} {elapsed}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(algo.name().to_string());
+    engine.set_observer(Box::new(Bars { bar: bar.clone() }));
+    let t_run = Instant::now();
+    let result = run_external(&mut engine, &store, algo, &params)?;
+    bar.finish_and_clear();
+    let run_secs = t_run.elapsed().as_secs_f64();
+    let es = engine.stats().clone();
+    drop(engine);
+    let verified = if a.verify {
+        let t = Instant::now();
+        let msg = verify(&store, algo, &params, &result.output)?;
+        eprintln!("verify: {msg} ({:.2}s)", t.elapsed().as_secs_f64());
+        Some(msg)
+    } else {
+        None
+    };
+    let ids = store.id_map()?;
+    if let Some(out) = &a.out {
+        write_output(out, a.out_format, &result.output, &ids, a.parents)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    let peak = peak_memory();
+    if let Some(path) = &a.stats {
+        let j = serde_json::json!({
+            "algorithm": algo.name(),
+            "store": a.store,
+            "vertices": store.vertices(),
+            "edges": store.edges(),
+            "memory_budget": a.memory,
+            "threads": threads,
+            "iterations": result.iterations,
+            "summary": result.summary,
+            "seconds": run_secs,
+            "total_seconds": start.elapsed().as_secs_f64(),
+            "engine_choice": { "engine": "external", "reason": choice.reason },
+            "partitioned": built,
+            "vpart": rec,
+            "engine": es,
+            "peak_rss_bytes": peak,
+            "os_io": os_io(),
+            "verified": verified,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!(
+        "{}: {} in {:.2}s on the external engine ({}), {} iterations, {} partitions, {} edges processed, read {} (edges {}) in {} requests, wrote {}, mirror updates {} in {:.2}s, I/O {:.2}s, compute {:.2}s{}",
+        algo.name(),
+        result.summary,
+        run_secs,
+        choice.reason,
+        result.iterations,
+        es.partitions,
+        es.edges_processed,
+        format_bytes(es.bytes_read),
+        format_bytes(es.edge_bytes_read),
+        es.read_requests,
+        format_bytes(es.bytes_written),
+        format_bytes(es.mirror_update_bytes),
+        es.mirror_update_seconds,
+        es.io_seconds,
+        es.compute_seconds,
+        peak.map_or(String::new(), |p| format!(", peak memory {}", format_bytes(p)))
+    );
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! Writing results in the user's ids (text, bin, npy), and the helpers every
+//! run command shares: the root's dense id, the process's storage I/O.
+
+use crate::args::OutFormat;
+use anyhow::{bail, Context, Result};
+use outcore_algos::Output;
+use outcore_store::IdMap;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// The dense id of `--root` (0 when the algorithm takes none).
+pub(crate) fn resolve_root(
+    name: &str,
+    needs: bool,
+    root: Option<u64>,
+    ids: &IdMap,
+    store: &Path,
+) -> Result<u32> {
+    match (needs, root) {
+        (true, None) => bail!("{name} needs --root ID (a vertex id as in the input)"),
+        (true, Some(r)) => ids
+            .to_dense(r)
+            .with_context(|| format!("--root {r} is not a vertex of {}", store.display())),
+        (false, _) => Ok(0),
+    }
+}
+
+/// Bytes this process read and wrote from storage, from /proc/self/io.
+pub(crate) fn os_io() -> serde_json::Value {
+    let Ok(s) = std::fs::read_to_string("/proc/self/io") else {
+        return serde_json::Value::Null;
+    };
+    let get = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|x| x.trim().parse::<u64>().ok())
+    };
+    serde_json::json!({ "read_bytes": get("read_bytes:"), "write_bytes": get("write_bytes:") })
+}
+
+/// One value column as text, and as 8 raw bytes with its numpy type.
+enum Cell {
+    I(i64),
+    F(f64),
+    U(u64),
+}
+
+/// For a relabelled store, each component's label as the smallest user id in it
+/// (the smallest dense id is not the smallest user id there).
+fn user_labels(out: &Output, ids: &IdMap) -> Option<Vec<u64>> {
+    let (Output::Labels(l), Some(_)) = (out, ids.user_order()) else {
+        return None;
+    };
+    let mut min = vec![u64::MAX; l.len()];
+    for (v, &c) in l.iter().enumerate() {
+        min[c as usize] = min[c as usize].min(ids.to_user(v as u32));
+    }
+    Some(l.iter().map(|&c| min[c as usize]).collect())
+}
+
+fn cells(
+    out: &Output,
+    ids: &IdMap,
+    labels: Option<&[u64]>,
+    v: usize,
+    parents: bool,
+) -> (Cell, Option<Cell>) {
+    match out {
+        Output::Bfs(a) => match outcore_algos::bfs_entry(a[v]) {
+            Some((d, p)) => (
+                Cell::I(d as i64),
+                parents.then(|| Cell::I(ids.to_user(p) as i64)),
+            ),
+            None => (Cell::I(i64::MAX), parents.then_some(Cell::I(-1))),
+        },
+        Output::Sssp(a) => match outcore_algos::sssp_entry(a[v]) {
+            Some((d, p)) => (
+                Cell::F(d as f64),
+                parents.then(|| Cell::I(ids.to_user(p) as i64)),
+            ),
+            None => (Cell::F(f64::INFINITY), parents.then_some(Cell::I(-1))),
+        },
+        Output::Labels(l) => (
+            Cell::U(labels.map_or_else(|| ids.to_user(l[v]), |x| x[v])),
+            None,
+        ),
+        Output::Flags(f) => (Cell::I(f[v] as i64), None),
+        Output::Values(x) => (Cell::F(x[v]), None),
+    }
+}
+
+fn text(c: &Cell, out: &Output) -> String {
+    match c {
+        Cell::I(x) => x.to_string(),
+        Cell::U(x) => x.to_string(),
+        Cell::F(x) if x.is_infinite() => "infinity".into(),
+        Cell::F(x) => match out {
+            // f32 distances: the shortest text that reads back as the same f32.
+            Output::Sssp(_) => format!("{}", *x as f32),
+            _ => format!("{x:.14e}"),
+        },
+    }
+}
+
+fn raw(c: &Cell) -> [u8; 8] {
+    match c {
+        Cell::I(x) => x.to_le_bytes(),
+        Cell::U(x) => x.to_le_bytes(),
+        Cell::F(x) => x.to_le_bytes(),
+    }
+}
+
+fn dtype(c: &Cell) -> &'static str {
+    match c {
+        Cell::I(_) => "<i8",
+        Cell::U(_) => "<u8",
+        Cell::F(_) => "<f8",
+    }
+}
+
+pub(crate) fn write_output(
+    path: &Path,
+    fmt: OutFormat,
+    out: &Output,
+    ids: &IdMap,
+    parents: bool,
+) -> Result<()> {
+    let n = match out {
+        Output::Bfs(a) | Output::Sssp(a) => a.len(),
+        Output::Labels(a) | Output::Flags(a) => a.len(),
+        Output::Values(a) => a.len(),
+    };
+    let tmp = path.with_extension("partial");
+    let file =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    if fmt == OutFormat::Npy {
+        let (c0, p0) = if n > 0 {
+            cells(out, ids, None, 0, parents)
+        } else {
+            (Cell::F(0.0), None)
+        };
+        let mut descr = format!("[('id', '<u8'), ('value', '{}')", dtype(&c0));
+        if let Some(p) = &p0 {
+            descr += &format!(", ('parent', '{}')", dtype(p));
+        }
+        descr += "]";
+        let mut header = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': ({n},), }}");
+        let total = 10 + header.len() + 1;
+        header += &" ".repeat((64 - total % 64) % 64);
+        header.push('\n');
+        w.write_all(b"\x93NUMPY\x01\x00")?;
+        w.write_all(&(header.len() as u16).to_le_bytes())?;
+        w.write_all(header.as_bytes())?;
+    }
+    // Ascending user ids: dense order, unless the store was relabelled.
+    let labels = user_labels(out, ids);
+    let order = ids.user_order();
+    for k in 0..n {
+        let v = order.map_or(k, |o| o[k] as usize);
+        let id = ids.to_user(v as u32);
+        let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
+        match fmt {
+            OutFormat::Text => {
+                write!(w, "{id} {}", text(&c, out))?;
+                if let Some(p) = &p {
+                    write!(w, " {}", text(p, out))?;
+                }
+                w.write_all(b"\n")?;
+            }
+            OutFormat::Bin | OutFormat::Npy => {
+                w.write_all(&id.to_le_bytes())?;
+                w.write_all(&raw(&c))?;
+                if let Some(p) = &p {
+                    w.write_all(&raw(p))?;
+                }
+            }
+        }
+    }
+    let file = w.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

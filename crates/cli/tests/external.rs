@@ -1,0 +1,259 @@
+//! `outcore partition` and the external engine behind `outcore run`: the
+//! automatic choice and its reason, the layout built or rebuilt when the budget
+//! needs it, `--explain`, answers equal to the streaming engine's, `info`'s
+//! replication factor, and damaged layout files refused by name.
+
+mod common;
+
+use common::{err, run, s};
+use std::path::{Path, PathBuf};
+
+/// Kronecker scale 16 (65,536 vertices): PageRank's 28 bytes per vertex (1.75 MiB)
+/// do not fit beside the streaming engine's buffers at --memory 10M.
+fn store(dir: &Path, weighted: bool) -> PathBuf {
+    let input = dir.join(if weighted { "k.bin32w" } else { "k.bin32" });
+    let mut g = vec!["generate", "kronecker", "--scale", "16", "-o", s(&input)];
+    if weighted {
+        g.push("--weighted");
+    }
+    let o = run(&g);
+    assert!(o.status.success(), "{}", err(&o));
+    let out = dir.join("k.store");
+    let o = run(&["ingest", s(&input), "-o", s(&out), "--memory", "64M"]);
+    assert!(o.status.success(), "{}", err(&o));
+    out
+}
+
+fn values(path: &Path) -> Vec<(u64, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l.split(' ');
+            (
+                it.next().unwrap().parse().unwrap(),
+                it.next().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn auto_choice_builds_the_layout_and_agrees_with_the_streaming_engine() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), true);
+    let st = s(&st);
+    // --explain plans a layout and writes nothing.
+    let out = d.path().join("pr.txt");
+    let o = run(&[
+        "run",
+        "pagerank",
+        st,
+        "--memory",
+        "10M",
+        "--explain",
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let plan = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(plan.contains("engine: external"), "{plan}");
+    assert!(
+        plan.contains("to be built: the store has no V-Part layout"),
+        "{plan}"
+    );
+    assert!(!out.exists());
+    assert!(
+        !std::fs::read_to_string(d.path().join("k.store/manifest.json"))
+            .unwrap()
+            .contains("\"vpart\"")
+    );
+
+    // A root with out-edges: the source of the first generated edge.
+    let raw = std::fs::read(d.path().join("k.bin32w")).unwrap();
+    let root = u32::from_le_bytes(raw[0..4].try_into().unwrap()).to_string();
+    for algo in ["pagerank", "bfs", "sssp", "spmv"] {
+        let ext = d.path().join(format!("{algo}.ext"));
+        let stream = d.path().join(format!("{algo}.stream"));
+        let stats = d.path().join(format!("{algo}.json"));
+        let mut a = vec![
+            "run",
+            algo,
+            st,
+            "--memory",
+            "10M",
+            "--verify",
+            "--threads",
+            "2",
+        ];
+        a.extend_from_slice(&["--out", s(&ext), "--stats", s(&stats)]);
+        let roots = algo == "bfs" || algo == "sssp";
+        if roots {
+            // Their 8 bytes per vertex fit 10M: forced.
+            a.extend_from_slice(&["--root", &root, "--parents", "--engine", "external"]);
+        }
+        let o = run(&a);
+        assert!(o.status.success(), "{algo}: {}", err(&o));
+        let e = err(&o);
+        if roots {
+            assert!(
+                e.contains("on the external engine (--engine external; vertex state"),
+                "{e}"
+            );
+            assert!(e.contains("vertices reached"), "{e}");
+            assert!(!e.contains(" 1 vertices reached"), "{e}");
+        } else {
+            assert!(e.contains("on the external engine (vertex state"), "{e}");
+            assert!(e.contains("exceeds"), "{e}");
+        }
+        assert!(e.contains("verify: "), "{e}");
+        let j = json(&stats);
+        assert_eq!(j["engine_choice"]["engine"], "external", "{algo}");
+        assert!(j["engine"]["mirror_update_bytes"].as_u64().unwrap() > 0);
+        assert!(j["engine"]["edges_processed"].as_u64().unwrap() > 0);
+        assert!(j["vpart"]["partitions"].as_u64().unwrap() >= 2, "{j}");
+
+        let mut b = a.clone();
+        b[4] = "1G";
+        let k = b.iter().position(|x| *x == s(&ext)).unwrap();
+        b[k] = s(&stream);
+        if let Some(k) = b.iter().position(|x| *x == "external") {
+            b[k] = "stream";
+        } else {
+            b.extend_from_slice(&["--engine", "stream"]);
+        }
+        let o = run(&b);
+        assert!(o.status.success(), "{algo}: {}", err(&o));
+        assert!(err(&o).contains("on the streaming engine (--engine stream"));
+        let (x, y) = (values(&ext), values(&stream));
+        assert_eq!(x.len(), 65536);
+        for ((i, p), (j, q)) in x.iter().zip(&y) {
+            assert_eq!(i, j);
+            if algo == "pagerank" || algo == "spmv" {
+                let (p, q): (f64, f64) = (p.parse().unwrap(), q.parse().unwrap());
+                assert!(
+                    (p - q).abs() <= 1e-12 * q.abs().max(1e-300),
+                    "{algo} {i}: {p} {q}"
+                );
+            } else {
+                assert_eq!(p, q, "{algo} vertex {i}");
+            }
+        }
+        if algo == "bfs" || algo == "sssp" {
+            // Parents too (third column).
+            assert_eq!(
+                std::fs::read_to_string(&ext).unwrap(),
+                std::fs::read_to_string(&stream).unwrap(),
+                "{algo}"
+            );
+        }
+    }
+    // Only the first run built the layout; info reports it.
+    let o = run(&["info", st, "--json"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rf = j["vpart"]["replication_factor"].as_f64().unwrap();
+    assert!((1.0..3.0).contains(&rf), "{j}");
+    assert!(j["vpart"]["space_overhead"].as_f64().is_some(), "{j}");
+    let o = run(&["info", st]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("replication factor"));
+}
+
+#[test]
+fn partition_command_rebuild_and_damage() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), false);
+    let sts = s(&st);
+    let o = run(&[
+        "partition",
+        sts,
+        "--vertex-memory",
+        "64K",
+        "--partitions",
+        "2",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("2 partitions cannot hold 65536 vertices"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&["partition", sts, "--vertex-memory", "64M"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("into 1 partitions"), "{}", err(&o));
+    // One partition does not fit 10M: the run rebuilds, and says why.
+    let o = run(&["run", "pagerank", sts, "--memory", "10M"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("its 1 partitions of up to 65536 destinations do not fit --memory"),
+        "{}",
+        err(&o)
+    );
+    // The old single partition's files are gone; the new ones are listed.
+    assert!(!st.join("vpart.0.edges").exists() || st.join("vpart.1.edges").exists());
+    // The same budget reuses the layout.
+    let o = run(&["run", "pagerank", sts, "--memory", "10M"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!err(&o).contains("partition:"), "{}", err(&o));
+    // A flipped byte in an edge file: refused by name, the store still opens.
+    let f = st.join("vpart.1.edges");
+    let mut b = std::fs::read(&f).unwrap();
+    let k = b.len() - 3;
+    b[k] ^= 0x40;
+    std::fs::write(&f, &b).unwrap();
+    let o = run(&["info", sts]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("vpart.1.edges"), "{}", err(&o));
+    let o = run(&["run", "bfs", sts, "--root", "0", "--engine", "stream"]);
+    assert!(o.status.success(), "{}", err(&o));
+    // Truncated: the run refuses it by name before reading any edge.
+    std::fs::write(&f, &b[..b.len() - 8]).unwrap();
+    let o = run(&["run", "pagerank", sts, "--memory", "10M"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("vpart.1.edges"), "{}", err(&o));
+    // `partition` mends it.
+    let o = run(&["partition", sts, "--vertex-memory", "1M"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(&["run", "pagerank", sts, "--memory", "10M", "--verify"]);
+    assert!(o.status.success(), "{}", err(&o));
+}
+
+#[test]
+fn external_refuses_what_it_cannot_run() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), false);
+    let sts = s(&st);
+    let o = run(&["run", "mis", sts, "--engine", "external"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("does not run on the external engine"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&[
+        "run", "wcc-lp", sts, "--engine", "external", "--memory", "10M",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("needs a store holding both directions"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&[
+        "run", "pagerank", sts, "--engine", "external", "--memory", "8M",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("too small for the external engine"),
+        "{}",
+        err(&o)
+    );
+    // mis beyond the budget stays on the streaming engine, mapped, with a warning.
+    let o = run(&["run", "mis-luby", sts, "--memory", "9M"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("warning:"), "{}", err(&o));
+}
