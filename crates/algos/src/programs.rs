@@ -1,6 +1,6 @@
 //! The algorithms as edge programs ([`outcore_engine::EdgeProgram`]), the
 //! push-style model the fully-external engine runs (V-Part, FAST'19 §4), and
-//! [`run_external`], which runs them and turns the result into an [`Output`].
+//! [`run_program`], which runs them and turns the result into an [`Output`].
 //!
 //! Each program computes the same answer as its streaming-engine module:
 //! * [`Bfs`]: `depth << 32 | parent` lowered by `min`, so the parent is the
@@ -19,7 +19,7 @@
 //! bfs, sssp, wcc-lp, pagerank, spmv 28; pagerank-delta 44.
 
 use crate::{Algo, AlgoError, Output, Params, Result, Run};
-use outcore_engine::{Aggregates, EdgeProgram, EngineError, ExternalEngine, Globals};
+use outcore_engine::{Aggregates, EdgeProgram, EngineError, Globals, ProgramRunner};
 
 /// Breadth-first search.
 pub struct Bfs {
@@ -374,9 +374,9 @@ pub fn external_bytes_per_vertex(algo: Algo) -> u64 {
     }
 }
 
-/// Runs `algo` on the external engine.
-pub fn run_external(
-    e: &mut ExternalEngine,
+/// Runs `algo` on an engine of edge programs (external or sort-reduce).
+pub fn run_program<R: ProgramRunner>(
+    e: &mut R,
     store: &outcore_store::Store,
     algo: Algo,
     p: &Params,
@@ -391,13 +391,13 @@ pub fn run_external(
     let cap = p.iterations;
     let (output, summary) = match algo {
         Algo::Bfs => {
-            let st = name_bad_edge(store, e.run(&Bfs { root: p.root, cap }))?;
+            let st = name_bad_edge(store, e.run_program(&Bfs { root: p.root, cap }))?;
             let reached = st.iter().filter(|&&x| x != u64::MAX).count();
             let depth = st.iter().filter(|&&x| x != u64::MAX).map(|x| x >> 32).max().unwrap_or(0);
             (Output::Bfs(st), format!("{reached} vertices reached, maximum depth {depth}"))
         }
         Algo::Sssp => {
-            let st = name_bad_edge(store, e.run(&Sssp { root: p.root, cap }))?;
+            let st = name_bad_edge(store, e.run_program(&Sssp { root: p.root, cap }))?;
             let reached = st.iter().filter(|&&x| x != u64::MAX).count();
             let far = st
                 .iter()
@@ -413,25 +413,25 @@ pub fn run_external(
                     store.dir().display()
                 )));
             }
-            let l = name_bad_edge(store, e.run(&WccLp { cap }))?;
+            let l = name_bad_edge(store, e.run_program(&WccLp { cap }))?;
             let components = l.iter().enumerate().filter(|(v, &x)| *v as u32 == x).count();
             (Output::Labels(l), format!("{components} components"))
         }
         Algo::PageRank => {
             let iterations = p.iterations.unwrap_or(10);
-            let r = name_bad_edge(store, e.run(&PageRank { n, damping: p.damping, iterations }))?;
+            let r = name_bad_edge(store, e.run_program(&PageRank { n, damping: p.damping, iterations }))?;
             let total: f64 = r.iter().sum();
             (Output::Values(r), format!("{iterations} iterations, total rank {total:.12}"))
         }
         Algo::PageRankDelta => {
             let prog = PageRankDelta { n, damping: p.damping, tolerance: p.tolerance, cap };
-            let r = name_bad_edge(store, e.run(&prog))?;
-            let it = e.stats().iterations;
+            let r = name_bad_edge(store, e.run_program(&prog))?;
+            let it = e.iterations();
             (Output::Values(r), format!("{it} iterations"))
         }
         Algo::Spmv => {
             let iterations = p.iterations.unwrap_or(1);
-            let r = name_bad_edge(store, e.run(&Spmv { iterations }))?;
+            let r = name_bad_edge(store, e.run_program(&Spmv { iterations }))?;
             let total: f64 = r.iter().sum();
             (Output::Values(r), format!("sum of y {total:.12e}"))
         }
@@ -444,7 +444,7 @@ pub fn run_external(
     };
     Ok(Run {
         output,
-        iterations: e.stats().iterations,
+        iterations: e.iterations(),
         summary,
     })
 }

@@ -1,12 +1,16 @@
-//! The fully-external engine (V-Part) against the streaming engine and the
-//! in-memory references, on seeded generated graphs: every partition count
-//! (1, 3, 8), thread count (1, 2), edge-read mode and a budget barely above the
-//! largest partition must give the streaming engine's answer (integers exactly,
+//! The fully-external engine (V-Part) and the sort-reduce baseline against the
+//! streaming engine and the in-memory references, on seeded generated graphs:
+//! every partition count (1, 3, 8), thread count (1, 2), edge-read mode, a budget
+//! barely above the largest partition, and sort buffers small enough to spill
+//! and merge many runs must give the streaming engine's answer (integers exactly,
 //! floats within 1e-12 relative), and pass `verify`.
 
-use outcore_algos::programs::{external_supported, run_external};
+use outcore_algos::programs::{external_supported, run_program};
 use outcore_algos::{run, verify::verify, Algo, Output, Params};
-use outcore_engine::{EdgeReads, ExternalConfig, ExternalEngine, StreamConfig, StreamEngine};
+use outcore_engine::{
+    EdgeReads, ExternalConfig, ExternalEngine, SortReduceConfig, SortReduceEngine, StreamConfig,
+    StreamEngine,
+};
 use outcore_io::IoStats;
 use outcore_store::ingest::Quiet;
 use outcore_store::vpart::{self, VpartOptions};
@@ -95,6 +99,30 @@ fn check(store: &Store, ks: &[u32]) {
             }
         }
     }
+    // The sort-reduce engine: in memory, and with runs of 7 and 97 updates.
+    for (threads, buffer) in [(1, None), (2, Some(97)), (1, Some(7))] {
+        for (algo, p, w) in &want {
+            let cfg = SortReduceConfig {
+                memory: 64 << 20,
+                threads,
+                work_dir: None,
+                direct_io: false,
+                buffer_updates: buffer,
+            };
+            let mut e = SortReduceEngine::new(store, cfg).unwrap();
+            let r = run_program(&mut e, store, *algo, p).unwrap();
+            let what = format!(
+                "sortreduce {} root {} threads {threads} buffer {buffer:?}",
+                algo.name(),
+                p.root
+            );
+            verify(store, *algo, p, &r.output).unwrap_or_else(|e| panic!("{what}: {e}"));
+            same(&r.output, &w.output, &what);
+            if buffer.is_some() && e.stats().updates > 200 {
+                assert!(e.stats().runs > 1, "{what}");
+            }
+        }
+    }
     for &k in ks {
         let store = partition(store, k);
         let rec = store.manifest().vpart.clone().unwrap();
@@ -116,7 +144,7 @@ fn check(store: &Store, ks: &[u32]) {
                     ..Default::default()
                 };
                 let mut e = ExternalEngine::new(&store, cfg).unwrap();
-                let r = run_external(&mut e, &store, *algo, p).unwrap();
+                let r = run_program(&mut e, &store, *algo, p).unwrap();
                 let what = format!(
                     "{} root {} K={k} threads {threads} memory {memory} {reads:?}",
                     algo.name(),
@@ -198,7 +226,7 @@ fn negative_weight_is_named_in_user_ids() {
         ..Default::default()
     };
     let mut e = ExternalEngine::new(&store, ExternalConfig::default()).unwrap();
-    let err = run_external(&mut e, &store, Algo::Sssp, &p)
+    let err = run_program(&mut e, &store, Algo::Sssp, &p)
         .err()
         .expect("a negative weight is refused");
     assert!(
@@ -226,7 +254,7 @@ fn too_small_a_budget_is_refused_before_any_work() {
         ..Default::default()
     };
     let mut e = ExternalEngine::new(&store, cfg).unwrap();
-    let err = run_external(&mut e, &store, Algo::PageRank, &Params::default())
+    let err = run_program(&mut e, &store, Algo::PageRank, &Params::default())
         .err()
         .expect("refused");
     assert!(err.to_string().contains("more than --memory"), "{err}");
@@ -259,7 +287,7 @@ fn a_value_held_for_an_iteration_is_still_sent_fresh() {
             let mut s = StreamEngine::new(&store, StreamConfig::default()).unwrap();
             let want = run(&mut s, Algo::Spmv, &p).unwrap();
             let mut e = ExternalEngine::new(&store, ExternalConfig::default()).unwrap();
-            let got = run_external(&mut e, &store, Algo::Spmv, &p).unwrap();
+            let got = run_program(&mut e, &store, Algo::Spmv, &p).unwrap();
             same(
                 &got.output,
                 &want.output,

@@ -65,7 +65,8 @@ pub struct RunArgs {
     /// The engine: `stream` (CLIP grid streaming; vertex arrays mapped from the
     /// work directory beyond --memory), `external` (V-Part: vertex data larger than
     /// memory, one destination partition at a time; bfs, sssp, wcc-lp, pagerank,
-    /// pagerank-delta, spmv) or `vertex` (page-cached vertex-centric engine for
+    /// pagerank-delta, spmv), `sortreduce` (the GraFBoost-style baseline V-Part is
+    /// measured against; the same algorithms) or `vertex` (page-cached vertex-centric engine for
     /// BFS-like algorithms: bfs, sssp, wcc, diam, bc, apsp). Default: `stream`
     /// when the algorithm's vertex state fits --memory, else `external`.
     #[arg(long, value_enum)]
@@ -86,6 +87,8 @@ pub struct RunArgs {
 pub enum EngineArg {
     Stream,
     External,
+    /// The sort-reduce baseline (GraFBoost's design), for comparison.
+    Sortreduce,
     Vertex,
 }
 

@@ -9,10 +9,12 @@ use crate::progress::peak_memory;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use outcore_algos::programs::{external_bytes_per_vertex, external_supported, run_external};
+use outcore_algos::programs::{external_bytes_per_vertex, external_supported, run_program};
 use outcore_algos::{stream_bytes_per_vertex, verify::verify, Algo, Params};
 use outcore_engine::external::{self, ExternalObserver, FIXED_BYTES};
-use outcore_engine::{EdgeReads, ExternalConfig, ExternalEngine};
+use outcore_engine::{
+    EdgeReads, ExternalConfig, ExternalEngine, SortReduceConfig, SortReduceEngine,
+};
 use outcore_io::{format_bytes, IoStats, ReadMode};
 use outcore_store::vpart::{self, VpartOptions, VpartRecord, HEAVIEST_BYTES_PER_VERTEX};
 use outcore_store::Store;
@@ -100,6 +102,10 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
         Some(EngineArg::External) => Choice {
             engine: EngineArg::External,
             reason: format!("--engine external; {what}"),
+        },
+        Some(EngineArg::Sortreduce) => Choice {
+            engine: EngineArg::Sortreduce,
+            reason: format!("--engine sortreduce; {what}"),
         },
         Some(e) => Choice {
             engine: e,
@@ -206,7 +212,7 @@ fn per_iteration_bytes(store: &Store, rec: &VpartRecord, algo: Algo) -> (u64, u6
 }
 
 /// `outcore run` on the external engine (the layout built first when missing or
-/// too coarse for `--memory`).
+/// too coarse for `--memory`), or on the sort-reduce baseline.
 pub fn run(
     a: RunArgs,
     store: Store,
@@ -215,15 +221,62 @@ pub fn run(
     choice: Choice,
     start: Instant,
 ) -> Result<()> {
+    let name = if choice.engine == EngineArg::Sortreduce {
+        "sort-reduce"
+    } else {
+        "external"
+    };
     if !external_supported(algo) {
         bail!(
-            "{} does not run on the external engine (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
+            "{} does not run on the {name} engine (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
             algo.name()
         );
     }
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
+    if choice.engine == EngineArg::Sortreduce {
+        if a.explain {
+            let eb = if store.weighted() { 8 } else { 4 };
+            println!(
+                "engine: sort-reduce ({})\nper iteration at most: read {} of edges and offsets, sort {} updates (16 bytes each in memory, 12 spilled), vertex values read twice and written once",
+                choice.reason,
+                format_bytes(store.edges() * eb + store.vertices() * 16),
+                store.edges()
+            );
+            return Ok(());
+        }
+        let cfg = SortReduceConfig {
+            memory: a.memory,
+            threads,
+            work_dir: a.work_dir.clone(),
+            direct_io: a.direct,
+            buffer_updates: None,
+        };
+        let mut engine = SortReduceEngine::new(&store, cfg)?;
+        let t_run = Instant::now();
+        let result = run_program(&mut engine, &store, algo, &params)?;
+        let run_secs = t_run.elapsed().as_secs_f64();
+        let es = engine.stats().clone();
+        let line = format!(
+            "{} iterations, {} edges processed, {} updates sorted in {} runs ({} spilled), read {} in {} requests, wrote {}, scan {:.2}s, sort {:.2}s, apply {:.2}s",
+            result.iterations,
+            es.edges_processed,
+            es.updates,
+            es.runs,
+            format_bytes(es.run_bytes_written),
+            format_bytes(es.bytes_read),
+            es.read_requests,
+            format_bytes(es.bytes_written),
+            es.scan_seconds,
+            es.sort_seconds,
+            es.apply_seconds
+        );
+        let stats = serde_json::json!({ "engine": es });
+        return finish(
+            &a, &store, algo, &params, result, &choice, name, run_secs, start, stats, line,
+        );
+    }
     let bpv = external_bytes_per_vertex(algo);
     let eb = if store.weighted() { 8 } else { 4 };
     let current = store.manifest().vpart.clone();
@@ -304,14 +357,49 @@ pub fn run(
     bar.set_prefix(algo.name().to_string());
     engine.set_observer(Box::new(Bars { bar: bar.clone() }));
     let t_run = Instant::now();
-    let result = run_external(&mut engine, &store, algo, &params)?;
+    let result = run_program(&mut engine, &store, algo, &params)?;
     bar.finish_and_clear();
     let run_secs = t_run.elapsed().as_secs_f64();
     let es = engine.stats().clone();
     drop(engine);
+    let line = format!(
+        "{} iterations, {} partitions, {} edges processed, read {} (edges {}) in {} requests, wrote {}, mirror updates {} in {:.2}s, I/O {:.2}s, compute {:.2}s",
+        result.iterations,
+        es.partitions,
+        es.edges_processed,
+        format_bytes(es.bytes_read),
+        format_bytes(es.edge_bytes_read),
+        es.read_requests,
+        format_bytes(es.bytes_written),
+        format_bytes(es.mirror_update_bytes),
+        es.mirror_update_seconds,
+        es.io_seconds,
+        es.compute_seconds
+    );
+    let stats = serde_json::json!({ "partitioned": built, "vpart": rec, "engine": es });
+    finish(
+        &a, &store, algo, &params, result, &choice, name, run_secs, start, stats, line,
+    )
+}
+
+/// Verify, output, `--stats` and the summary line of a run of either engine.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    a: &RunArgs,
+    store: &Store,
+    algo: Algo,
+    params: &Params,
+    result: outcore_algos::Run,
+    choice: &Choice,
+    name: &str,
+    run_secs: f64,
+    start: Instant,
+    engine_stats: serde_json::Value,
+    line: String,
+) -> Result<()> {
     let verified = if a.verify {
         let t = Instant::now();
-        let msg = verify(&store, algo, &params, &result.output)?;
+        let msg = verify(store, algo, params, &result.output)?;
         eprintln!("verify: {msg} ({:.2}s)", t.elapsed().as_secs_f64());
         Some(msg)
     } else {
@@ -324,46 +412,38 @@ pub fn run(
     }
     let peak = peak_memory();
     if let Some(path) = &a.stats {
-        let j = serde_json::json!({
+        let mut j = serde_json::json!({
             "algorithm": algo.name(),
             "store": a.store,
             "vertices": store.vertices(),
             "edges": store.edges(),
             "memory_budget": a.memory,
-            "threads": threads,
+            "threads": a.threads,
             "iterations": result.iterations,
             "summary": result.summary,
             "seconds": run_secs,
             "total_seconds": start.elapsed().as_secs_f64(),
-            "engine_choice": { "engine": "external", "reason": choice.reason },
-            "partitioned": built,
-            "vpart": rec,
-            "engine": es,
+            "engine_choice": { "engine": name, "reason": choice.reason },
             "peak_rss_bytes": peak,
             "os_io": os_io(),
             "verified": verified,
         });
+        if let (Some(o), serde_json::Value::Object(e)) = (j.as_object_mut(), engine_stats) {
+            o.extend(e);
+        }
         std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
     eprintln!(
-        "{}: {} in {:.2}s on the external engine ({}), {} iterations, {} partitions, {} edges processed, read {} (edges {}) in {} requests, wrote {}, mirror updates {} in {:.2}s, I/O {:.2}s, compute {:.2}s{}",
+        "{}: {} in {:.2}s on the {name} engine ({}), {line}{}",
         algo.name(),
         result.summary,
         run_secs,
         choice.reason,
-        result.iterations,
-        es.partitions,
-        es.edges_processed,
-        format_bytes(es.bytes_read),
-        format_bytes(es.edge_bytes_read),
-        es.read_requests,
-        format_bytes(es.bytes_written),
-        format_bytes(es.mirror_update_bytes),
-        es.mirror_update_seconds,
-        es.io_seconds,
-        es.compute_seconds,
-        peak.map_or(String::new(), |p| format!(", peak memory {}", format_bytes(p)))
+        peak.map_or(String::new(), |p| format!(
+            ", peak memory {}",
+            format_bytes(p)
+        ))
     );
     Ok(())
 }

@@ -79,7 +79,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     };
     let mut engine = StreamEngine::new(&store, cfg)?;
     let choice = crate::external::choose(&a, &store, algo, engine.budget().remaining());
-    if choice.engine == EngineArg::External {
+    if matches!(choice.engine, EngineArg::External | EngineArg::Sortreduce) {
         drop(engine);
         return crate::external::run(a, store, algo, params, choice, start);
     }

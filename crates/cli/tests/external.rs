@@ -129,6 +129,22 @@ fn auto_choice_builds_the_layout_and_agrees_with_the_streaming_engine() {
         let o = run(&b);
         assert!(o.status.success(), "{algo}: {}", err(&o));
         assert!(err(&o).contains("on the streaming engine (--engine stream"));
+        // The sort-reduce baseline gives the same answer.
+        let sr = d.path().join(format!("{algo}.sr"));
+        let mut c = b.clone();
+        let k = c.iter().position(|x| *x == s(&stream)).unwrap();
+        c[k] = s(&sr);
+        let k = c.iter().position(|x| *x == "stream").unwrap();
+        c[k] = "sortreduce";
+        c[4] = "12M";
+        let o = run(&c);
+        assert!(o.status.success(), "{algo}: {}", err(&o));
+        assert!(err(&o).contains("on the sort-reduce engine"), "{}", err(&o));
+        for (p, q) in values(&sr).iter().zip(values(&stream).iter()) {
+            let (p, q): (f64, f64) = (p.1.parse().unwrap(), q.1.parse().unwrap());
+            let close = p == q || (p - q).abs() <= 1e-12 * q.abs();
+            assert!(close, "{algo} sort-reduce {p} {q}");
+        }
         let (x, y) = (values(&ext), values(&stream));
         assert_eq!(x.len(), 65536);
         for ((i, p), (j, q)) in x.iter().zip(&y) {

@@ -791,6 +791,15 @@ impl Sums {
     }
 }
 
+impl crate::program::ProgramRunner for ExternalEngine<'_> {
+    fn run_program<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
+        self.run(prog)
+    }
+    fn iterations(&self) -> u64 {
+        self.stats.iterations
+    }
+}
+
 struct Scratch<'a> {
     dests: &'a ScratchFile,
     mirrors: &'a ScratchFile,

@@ -17,6 +17,7 @@ pub mod error;
 pub mod external;
 pub mod jobs;
 pub mod program;
+pub mod sortreduce;
 pub mod stream;
 pub mod vertex;
 
@@ -26,7 +27,8 @@ pub use jobs::{
     Granularity, IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats,
     Task,
 };
-pub use program::{Aggregates, EdgeProgram, Globals};
+pub use program::{Aggregates, EdgeProgram, Globals, ProgramRunner};
+pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
     StreamStats, AHEAD,

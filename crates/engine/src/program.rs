@@ -72,3 +72,14 @@ pub trait EdgeProgram: Sync {
     fn proceed(&self, done: u64, agg: &Aggregates, active: u64) -> bool;
     fn output(&self, val: &Self::V) -> Self::Out;
 }
+
+/// An engine that runs edge programs (the external and the sort-reduce engines).
+pub trait ProgramRunner {
+    /// Runs `prog` to the end; the result per vertex in dense id order.
+    fn run_program<P: EdgeProgram>(
+        &mut self,
+        prog: &P,
+    ) -> crate::Result<outcore_state::VertexArray<P::Out>>;
+    /// Iterations of the last run.
+    fn iterations(&self) -> u64;
+}
