@@ -33,6 +33,9 @@ impl EdgeProgram for Bfs {
     fn name(&self) -> &'static str {
         "bfs"
     }
+    fn narrow_messages(&self) -> bool {
+        true
+    }
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         if v == self.root {
             (v as u64, true)
@@ -81,6 +84,9 @@ impl EdgeProgram for Sssp {
     type Out = u64;
     fn name(&self) -> &'static str {
         "sssp"
+    }
+    fn narrow_messages(&self) -> bool {
+        true
     }
     fn weighted(&self) -> bool {
         true
@@ -137,6 +143,9 @@ impl EdgeProgram for WccLp {
     type Out = u32;
     fn name(&self) -> &'static str {
         "wcc-lp"
+    }
+    fn narrow_messages(&self) -> bool {
+        true
     }
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         (v as u64, true)

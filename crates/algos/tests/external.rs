@@ -127,10 +127,8 @@ fn check(store: &Store, ks: &[u32]) {
         let store = partition(store, k);
         let rec = store.manifest().vpart.clone().unwrap();
         // The smallest budget the largest partition fits, and a roomy one.
-        let tight = outcore_engine::external::FIXED_BYTES
-            + rec.partitions as u64 * outcore_engine::external::mirror_buffer(1 << 30, k)
-            + rec.max_dests() * 44
-            + (1 << 20);
+        let eb = if store.weighted() { 8 } else { 4 };
+        let tight = outcore_engine::external::min_memory(&rec, 44, eb, 2);
         for (threads, memory, reads) in [
             (1, 1 << 30, EdgeReads::Auto),
             (2, tight, EdgeReads::Whole),

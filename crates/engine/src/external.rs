@@ -6,8 +6,10 @@
 //! destination-unique partitions; partition q's source table mirrors every vertex
 //! with an edge into q. All vertex state lives in two scratch files in the work
 //! directory: the destinations' values (value, activity epoch and change epoch
-//! per vertex, partition after partition) and the mirror tables (a message and
-//! the source's activity epoch per mirror, in two slots by iteration parity, so
+//! per vertex, partition after partition) and the mirror tables (8 bytes per
+//! mirror: a 32-bit message with the source's activity epoch, or a 64-bit message
+//! whose activity is implied — see [`EdgeProgram::narrow_messages`] — in two
+//! slots by iteration parity, so
 //! every partition of iteration i reads iteration i - 1's messages whatever was
 //! written before it in iteration i — synchronous, like the streaming engine's
 //! one pass per iteration).
@@ -15,8 +17,8 @@
 //! Iteration i processes the partitions one after another (§4.2):
 //! 1. read q's destination values (and out-degrees) into memory;
 //! 2. stream q's source table in chunks with the mirrors' slot `(i-1) % 2`; a
-//!    source is active when its epoch is `i - 1` (or always, for programs where
-//!    every source sends); read the chunk's edges whole, or only the active
+//!    source is active when its epoch is `i - 1` (always, for programs where
+//!    every source sends; when its message is nonzero, for wide messages); read the chunk's edges whole, or only the active
 //!    sources' runs merged across small gaps, whichever the cost model (device
 //!    profile: per-request latency + bytes at the sequential bandwidth) prices
 //!    lower; apply the program's edge function into per-thread update buffers
@@ -28,11 +30,11 @@
 //!    each new message is appended to the buffer of every partition holding a
 //!    mirror; since a source table is ordered by owner then id, these are
 //!    contiguous segments, written sequentially. Only entries that can be read
-//!    are written: a source's message is read only in the iteration after its
-//!    activation, so for most programs only the sources activated in iteration i
-//!    (an older entry in the slot carries an epoch below i - 1 and never reads as
-//!    active); where every source sends every iteration, the entries whose message
-//!    changed in iteration i or i - 1 (otherwise slot `i % 2` already holds it).
+//!    are written: a narrow program's message is read only in the iteration after
+//!    its source's activation, so only the sources activated in iteration i (an
+//!    older entry in the slot carries an epoch below i - 1 and never reads as
+//!    active); for wide messages, the entries whose message changed in iteration i
+//!    or i - 1 (otherwise slot `i % 2` already holds it).
 //!    Runs of up to 512 unwritten entries between written ones are rewritten
 //!    rather than split into separate writes.
 //!
@@ -41,8 +43,9 @@
 //! sixteenth of the budget shared, 4 to 256 KiB each), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`] x its destinations), and chunk buffers (source
 //! records and mirror slots, 24 bytes per entry; an edge window; with several
-//! threads, 12 bytes per edge of update buffers) from what is left, between 1 and
-//! 64 MiB. A layout whose largest partition does not fit is refused with
+//! threads, 16 bytes per edge of update buffers) from what is left, between 1 and
+//! 64 MiB; [`plan`] counts 64 bytes per source entry of a chunk (its record,
+//! mirror entry and work lists) and the mirror-update tails and mask chunk. A layout whose largest partition does not fit is refused with
 //! [`EngineError::Budget`]; the caller repartitions.
 
 use crate::error::{EngineError, Result};
@@ -66,6 +69,35 @@ pub fn mirror_buffer(memory: u64, partitions: u32) -> u64 {
 /// Unchanged mirror entries rewritten rather than starting a new write.
 const MIRROR_GAP: usize = 512;
 const NEVER: u32 = u32::MAX;
+/// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
+/// at most one active-source and one window-part entry (24 each).
+const CHUNK_ENTRY_BYTES: u64 = 64;
+/// Destinations whose mirror masks are read at a time.
+const MASK_CHUNK: u64 = 1 << 16;
+
+/// A mirror entry as written: see [`MirrorRec`].
+#[inline]
+fn mirror_record(narrow: bool, msg: u64, act_epoch: u32) -> MirrorRec {
+    if narrow {
+        (msg & 0xffff_ffff) | (act_epoch as u64) << 32
+    } else {
+        msg
+    }
+}
+
+/// Whether a source whose mirror entry is `m` sends in iteration `it`: narrow
+/// programs' sources activated in `it - 1`; every source of an all-active program;
+/// otherwise a wide program's sources with a nonzero message.
+#[inline]
+fn mirror_active(narrow: bool, all: bool, m: MirrorRec, it: u64) -> bool {
+    if all {
+        true
+    } else if narrow {
+        m >> 32 == it - 1
+    } else {
+        m != 0
+    }
+}
 
 /// How a chunk's edges are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -176,7 +208,7 @@ pub fn plan(
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
-    let fixed = FIXED_BYTES + k * mirror_buf;
+    let fixed = FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8;
     let dest = record.max_dests() * bytes_per_vertex;
     let min_chunk = 1u64 << 20;
     let left = memory.saturating_sub(fixed + dest);
@@ -192,14 +224,33 @@ pub fn plan(
         ));
     }
     let chunk = left.min(64 << 20);
-    let per_edge = edge_bytes + if threads > 1 { 12 } else { 0 };
+    let per_edge = edge_bytes + if threads > 1 { 16 } else { 0 };
     Ok(Plan {
         mirror_buffer: mirror_buf,
         dest_memory: dest,
         chunk_memory: chunk,
-        chunk_entries: (chunk / 2 / 24).max(1024),
+        chunk_entries: (chunk / 2 / CHUNK_ENTRY_BYTES).max(1024),
         window_edges: (chunk / 2 / per_edge).max(1024),
     })
+}
+
+/// The smallest `--memory` under which [`plan`] accepts `record`.
+pub fn min_memory(
+    record: &outcore_store::vpart::VpartRecord,
+    bytes_per_vertex: u64,
+    edge_bytes: u64,
+    threads: usize,
+) -> u64 {
+    let (mut lo, mut hi) = (1u64, 1u64 << 44);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if plan(record, mid, bytes_per_vertex, edge_bytes, threads).is_ok() {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 /// Per-request cost model: (latency seconds, bytes per second).
@@ -232,8 +283,9 @@ pub struct ExternalEngine<'s> {
 /// One destination's epochs: last iteration it was activated, last iteration its
 /// message changed.
 type Epochs = [u32; 2];
-/// A mirror entry: message, activity epoch.
-type MirrorRec = [u64; 2];
+/// A mirror entry: a narrow program's 32-bit message with the source's activity
+/// epoch above it, or a wide program's 64-bit message.
+type MirrorRec = u64;
 
 impl<'s> ExternalEngine<'s> {
     /// Opens the layout of `store` (which must have one).
@@ -316,7 +368,7 @@ impl<'s> ExternalEngine<'s> {
         let mut mirror_base = vec![0u64; k as usize + 1];
         for q in 0..k as usize {
             dest_base[q + 1] = dest_base[q] + rec.dests[q] * (vsize + 8);
-            mirror_base[q + 1] = mirror_base[q] + rec.mirrors[q] * 2 * 16;
+            mirror_base[q + 1] = mirror_base[q] + rec.mirrors[q] * 2 * 8;
         }
         let stats = self.store.stats().clone();
         let dests_file = ScratchFile::create(
@@ -449,6 +501,8 @@ impl<'s> ExternalEngine<'s> {
         let eb = self.layout.edge_bytes() as usize;
         let weighted = self.layout.weighted && prog.weighted();
         let slot_prev = (it - 1) % 2;
+        let narrow = prog.narrow_messages();
+        let all = prog.all_active();
         let threads = self.stats.threads;
         let slices = (threads * 4).max(1);
         let slice_len = (nd as usize).div_ceil(slices).max(1);
@@ -463,16 +517,16 @@ impl<'s> ExternalEngine<'s> {
             let c = (nm - c0).min(plan.chunk_entries);
             let tio = Instant::now();
             let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[qu], 8 * c0, c)?;
-            let mut mir: Vec<MirrorRec> = vec![[0; 2]; c as usize];
+            let mut mir: Vec<MirrorRec> = vec![0; c as usize];
             st.mirrors
-                .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 16, &mut mir)?;
+                .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 8, &mut mir)?;
             self.stats.source_bytes_read += c * 24;
             self.stats.io_seconds += tio.elapsed().as_secs_f64();
             // Active sources: (source index in chunk, first edge, edge count).
             let mut act: Vec<(u32, u64, u32)> = Vec::new();
             let mut off = e_off;
             for (i, (s, m)) in srcs.iter().zip(&mir).enumerate() {
-                if s[1] > 0 && (prog.all_active() || m[1] == it - 1) {
+                if s[1] > 0 && mirror_active(narrow, all, *m, it) {
                     act.push((i as u32, off, s[1]));
                 }
                 off += s[1] as u64;
@@ -543,6 +597,7 @@ impl<'s> ExternalEngine<'s> {
                         let ctx = SrcCtx {
                             srcs: &srcs,
                             mir: &mir,
+                            narrow,
                         };
                         if threads <= 1 {
                             for &(i, x, y) in &parts {
@@ -598,6 +653,7 @@ impl<'s> ExternalEngine<'s> {
         // Apply, in fixed blocks so the aggregates add up in the same order always.
         let tc = Instant::now();
         const BLOCK: usize = 4096;
+        let _ = (narrow, all);
         let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
@@ -612,6 +668,10 @@ impl<'s> ExternalEngine<'s> {
                         let act = prog.apply(g, &mut v[i], a[i], d[i], &mut one);
                         ag.add(&one);
                         let after = prog.message(&v[i], d[i]);
+                        debug_assert!(
+                            narrow || all || d[i] == 0 || act == (after != 0),
+                            "a wide program's source must send exactly when its message is nonzero"
+                        );
                         if act {
                             e[i][0] = it as u32;
                             n_act += 1;
@@ -658,7 +718,7 @@ impl<'s> ExternalEngine<'s> {
         let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
         let need_from = (it.saturating_sub(1)).max(1) as u32;
         let buf_bytes = self.stats.mirror_buffer;
-        let all = prog.all_active();
+        let narrow = prog.narrow_messages();
         let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
         // Per target partition: the pending run (first position, entries) and the
         // unchanged entries seen since its last changed one.
@@ -673,8 +733,8 @@ impl<'s> ExternalEngine<'s> {
             let nm = rec.mirrors[q];
             for &s in slots {
                 st.mirrors
-                    .write_pod(st.mirror_base[q] + (s * nm + run.0) * 16, &run.1)?;
-                bytes += run.1.len() as u64 * 16;
+                    .write_pod(st.mirror_base[q] + (s * nm + run.0) * 8, &run.1)?;
+                bytes += run.1.len() as u64 * 8;
                 writes += 1;
             }
             run.1.clear();
@@ -682,24 +742,24 @@ impl<'s> ExternalEngine<'s> {
         };
         let mut m0 = 0u64;
         while m0 < nd {
-            let c = (nd - m0).min(1 << 16);
+            let c = (nd - m0).min(MASK_CHUNK);
             let masks: Vec<u64> = read_at(&self.layout.mirrors[p as usize], 8 * m0, c)?;
             for (j, &mask) in masks.iter().enumerate() {
                 let i = (m0 as usize) + j;
                 if mask == 0 {
                     continue;
                 }
-                let r: MirrorRec = [prog.message(&vals[i], degs[i]), eps[i][0] as u64];
+                let r: MirrorRec = mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0]);
                 // A source's message is read only in the iteration after it was
                 // activated, so outside all-active programs only entries activated
                 // now need writing (an older entry in this slot never reads as
                 // active: its epoch is below i - 1); with every source sending,
                 // entries whose record changed since the slot was last written.
                 let needed = it == 0
-                    || if all {
-                        eps[i][1] >= need_from
-                    } else {
+                    || if narrow {
                         eps[i][0] == it as u32
+                    } else {
+                        eps[i][1] >= need_from
                     };
                 let mut bits = mask;
                 while bits != 0 {
@@ -715,7 +775,7 @@ impl<'s> ExternalEngine<'s> {
                             run.1.append(&mut tail[q]);
                         }
                         run.1.push(r);
-                        if run.1.len() as u64 * 16 >= buf_bytes {
+                        if run.1.len() as u64 * 8 >= buf_bytes {
                             flush(q, run)?;
                         }
                     } else if !pending[q].1.is_empty() {
@@ -861,6 +921,19 @@ impl Window<'_> {
 struct SrcCtx<'a> {
     srcs: &'a [[u32; 2]],
     mir: &'a [MirrorRec],
+    narrow: bool,
+}
+
+impl SrcCtx<'_> {
+    #[inline]
+    fn message(&self, i: u32) -> u64 {
+        let m = self.mir[i as usize];
+        if self.narrow {
+            m & 0xffff_ffff
+        } else {
+            m
+        }
+    }
 }
 
 fn apply_direct<P: EdgeProgram>(
@@ -873,7 +946,7 @@ fn apply_direct<P: EdgeProgram>(
     acc: &mut [u64],
 ) -> Option<(u32, u32, f32)> {
     let u = ctx.srcs[i as usize][0];
-    let msg = ctx.mir[i as usize][0];
+    let msg = ctx.message(i);
     let mut bad = None;
     for e in x..y {
         let (t, w) = win.edge(e);
@@ -929,7 +1002,7 @@ fn apply_buffered<P: EdgeProgram>(
             let mut bad = None;
             for &(i, x, y) in &parts[cuts[th]..cuts[th + 1]] {
                 let u = ctx.srcs[i as usize][0];
-                let msg = ctx.mir[i as usize][0];
+                let msg = ctx.message(i);
                 for e in x..y {
                     let (tg, w) = win.edge(e);
                     if tg as usize >= n {

@@ -43,6 +43,13 @@ pub trait EdgeProgram: Sync {
     fn all_active(&self) -> bool {
         false
     }
+    /// Messages fit 32 bits (`message` returns values below 2^32). Engines then
+    /// keep a source's activity beside its message in one u64; otherwise a source
+    /// of a program that is not `all_active` must send exactly when its message is
+    /// nonzero (a source with out-edges is active iff `message != 0`).
+    fn narrow_messages(&self) -> bool {
+        false
+    }
     /// Bytes per destination the engine holds besides `V`: the accumulator (8),
     /// two epochs (8) and the out-degree (4).
     fn bytes_per_vertex(&self) -> u64 {

@@ -437,7 +437,11 @@ impl<'p, P: EdgeProgram> SortReduce<'p, P> {
 
     /// Sorts the buffer by (target, contribution) and reduces equal targets.
     fn sort_reduce(&mut self, pool: &rayon::ThreadPool) {
-        pool.install(|| self.buf.par_sort_unstable());
+        if self.buf.len() >= 1 << 16 {
+            pool.install(|| self.buf.par_sort_unstable());
+        } else {
+            self.buf.sort_unstable();
+        }
         let prog = self.prog;
         let mut w = 0usize;
         for r in 0..self.buf.len() {
@@ -495,7 +499,7 @@ impl<'p, P: EdgeProgram> SortReduce<'p, P> {
         }
         self.out.take().expect("open").finish()?;
         let file = InFile::open(&self.path, ReadMode::Buffered, self.stats.clone())?;
-        let per = (self.cap * 16 / self.runs.len() / 12).max(4096);
+        let per = (self.cap * 16 / 12 / self.runs.len()).max(1);
         let mut cursors: Vec<Cursor> = self
             .runs
             .iter()

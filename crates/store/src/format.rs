@@ -199,6 +199,21 @@ impl LayoutWriter {
             hasher: crc32fast::Hasher::new(),
         })
     }
+    /// Like [`LayoutWriter::create`], through the page cache with a 1 MiB buffer
+    /// instead of 8 MiB direct buffers (for writers that must stay small).
+    pub fn create_buffered(
+        path: &Path,
+        kind: FileKind,
+        stats: Arc<IoStats>,
+    ) -> Result<LayoutWriter> {
+        let mut out = OutFile::create(path, stats)?;
+        out.write_all(&[0u8; HEADER_LEN as usize])?;
+        Ok(LayoutWriter {
+            out,
+            kind,
+            hasher: crc32fast::Hasher::new(),
+        })
+    }
     pub fn append(&mut self, data: &[u8]) -> Result<()> {
         self.hasher.update(data);
         Ok(self.out.write_all(data)?)

@@ -44,8 +44,9 @@
 //! # Memory
 //! The build holds the owner (1 byte) and local index (4 bytes) of every vertex —
 //! in memory when 5n bytes fit half of the build budget, otherwise in a mapped
-//! scratch file the kernel pages — plus spill buffers (a quarter of the budget)
-//! and two 8 MiB write buffers. Edges pass through one spill file (K x K streams,
+//! scratch file the kernel pages — plus spill buffers (a quarter of the budget,
+//! at least 4 KiB per stream), three read buffers (a sixteenth each, 64 KiB to
+//! 4 MiB) and two 1 MiB write buffers. Edges pass through one spill file (K x K streams,
 //! (owner of target, owner of source)), so the build reads the CSR twice and
 //! writes and reads the edges once more.
 
@@ -174,6 +175,7 @@ impl Arr {
 /// Streams a layout file's payload as values of `T`, checking its CRC at the end.
 struct PodStream<'a, T: bytemuck::Pod> {
     lf: &'a LayoutFile,
+    chunk: u64,
     pos: u64,
     end: u64,
     buf: Vec<T>,
@@ -182,9 +184,10 @@ struct PodStream<'a, T: bytemuck::Pod> {
 }
 
 impl<'a, T: bytemuck::Pod> PodStream<'a, T> {
-    fn new(lf: &'a LayoutFile) -> PodStream<'a, T> {
+    fn new(lf: &'a LayoutFile, chunk: u64) -> PodStream<'a, T> {
         PodStream {
             lf,
+            chunk,
             pos: 0,
             end: lf.header.payload_len,
             buf: Vec::new(),
@@ -199,7 +202,7 @@ impl<'a, T: bytemuck::Pod> PodStream<'a, T> {
             if left == 0 {
                 return Err(corrupt(self.lf.file.path(), "ends before its count"));
             }
-            let k = left.min((4 << 20) / size) as usize;
+            let k = left.min((self.chunk / size).max(1)) as usize;
             self.buf.resize(k, T::zeroed());
             self.lf
                 .read_payload(self.pos, bytemuck::cast_slice_mut(&mut self.buf))?;
@@ -333,6 +336,8 @@ pub fn build(
         ));
     }
     let in_memory = 5 * n <= opts.memory / 2;
+    // Read buffers: three streams of a sixteenth of the budget each (64 KiB to 4 MiB).
+    let chunk = (opts.memory / 16).clamp(64 << 10, 4 << 20);
     const NONE: u8 = u8::MAX;
     let mut owner = Arr::new(n as usize, in_memory, dir, "vpart-owner")?;
     owner.bytes().fill(NONE);
@@ -342,8 +347,8 @@ pub fn build(
     // Pass 1: the greedy assignment over the out-CSR in source order.
     {
         let own = owner.bytes();
-        let mut degs = PodStream::<u32>::new(&deg_file);
-        let mut tgts = PodStream::<u32>::new(&tgt_file);
+        let mut degs = PodStream::<u32>::new(&deg_file, chunk);
+        let mut tgts = PodStream::<u32>::new(&tgt_file, chunk);
         let mut done = 0u64;
         for u in 0..n {
             let d = degs.next()?;
@@ -384,7 +389,7 @@ pub fn build(
 
     // Local indices; destination ids and degrees spilled per partition.
     let streams = ku * ku + 3 * ku;
-    let spill_mem = (opts.memory / 4).max(1 << 20);
+    let spill_mem = opts.memory / 4;
     let mut spill = Spill::new(dir, streams, spill_mem, stats.clone())?;
     let s_edges = |q: usize, p: usize| q * ku + p;
     let s_ids = |q: usize| ku * ku + q;
@@ -395,7 +400,7 @@ pub fn build(
         let own = owner.bytes();
         let loc: &mut [u32] = bytemuck::cast_slice_mut(local.bytes());
         let mut next = vec![0u32; ku];
-        let mut degs = PodStream::<u32>::new(&deg_file);
+        let mut degs = PodStream::<u32>::new(&deg_file, chunk);
         for v in 0..n as usize {
             let q = own[v] as usize;
             loc[v] = next[q];
@@ -412,9 +417,9 @@ pub fn build(
             Arr::Mem(v) => &v[..],
             Arr::Map(mm, _) => &mm[..],
         });
-        let mut degs = PodStream::<u32>::new(&deg_file);
-        let mut tgts = PodStream::<u32>::new(&tgt_file);
-        let mut ws = w_file.as_ref().map(PodStream::<f32>::new);
+        let mut degs = PodStream::<u32>::new(&deg_file, chunk);
+        let mut tgts = PodStream::<u32>::new(&tgt_file, chunk);
+        let mut ws = w_file.as_ref().map(|f| PodStream::<f32>::new(f, chunk));
         let mut done = 0u64;
         let mut rec = [0u8; 12];
         let rl = if weighted { 12 } else { 8 };
@@ -468,19 +473,19 @@ pub fn build(
             };
             // Destinations: ids then out-degrees.
             let name = file_name(q as u32, "dests");
-            let mut w = LayoutWriter::create(&tmp(&name), FileKind::VpartDests, stats.clone())?;
+            let mut w = LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartDests, stats.clone())?;
             spill.read(&sf, s_ids(q), |b| w.append(b))?;
             spill.read(&sf, s_degs(q), |b| w.append(b))?;
             finish(w, name, counts[q])?;
             let name = file_name(q as u32, "mirrors");
-            let mut w = LayoutWriter::create(&tmp(&name), FileKind::VpartMirrors, stats.clone())?;
+            let mut w = LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartMirrors, stats.clone())?;
             spill.read(&sf, s_mask(q), |b| w.append(b))?;
             finish(w, name, counts[q])?;
             // Source table and edges, segment by segment (owner p of the source).
             let sname = file_name(q as u32, "sources");
             let ename = file_name(q as u32, "edges");
-            let mut sw = LayoutWriter::create(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
-            let mut ew = LayoutWriter::create(&tmp(&ename), FileKind::VpartEdges, stats.clone())?;
+            let mut sw = LayoutWriter::create_buffered(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
+            let mut ew = LayoutWriter::create_buffered(&tmp(&ename), FileKind::VpartEdges, stats.clone())?;
             let rl = if weighted { 12 } else { 8 };
             let mut m_q = 0u64;
             let mut e_q = 0u64;
@@ -537,7 +542,7 @@ pub fn build(
             )));
         }
         let name = index_name();
-        let mut w = LayoutWriter::create(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
+        let mut w = LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
         w.append(bytemuck::cast_slice(&seg))?;
         let mut r = w.finish(seg.len() as u64)?;
         r.name = name.clone();
