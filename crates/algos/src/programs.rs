@@ -36,6 +36,9 @@ impl EdgeProgram for Bfs {
     fn narrow_messages(&self) -> bool {
         true
     }
+    fn idle_without_messages(&self) -> bool {
+        true
+    }
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         if v == self.root {
             (v as u64, true)
@@ -86,6 +89,9 @@ impl EdgeProgram for Sssp {
         "sssp"
     }
     fn narrow_messages(&self) -> bool {
+        true
+    }
+    fn idle_without_messages(&self) -> bool {
         true
     }
     fn weighted(&self) -> bool {
@@ -145,6 +151,9 @@ impl EdgeProgram for WccLp {
         "wcc-lp"
     }
     fn narrow_messages(&self) -> bool {
+        true
+    }
+    fn idle_without_messages(&self) -> bool {
         true
     }
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {

@@ -176,7 +176,7 @@ fn vertex_memory_for(
         vm = vm * 3 / 4;
     }
     bail!(
-        "--memory {} is too small for the external engine: {} vertices at {bpv} bytes each in at most {} partitions, beside {} fixed, mirror buffers and 1 MiB of chunk buffers",
+        "--memory {} is too small for the external engine: {} vertices at {bpv} bytes each in at most {} partitions, beside {} fixed, mirror buffers and 512 KiB of chunk buffers",
         format_bytes(memory),
         n,
         vpart::MAX_PARTITIONS,

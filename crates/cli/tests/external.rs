@@ -198,7 +198,13 @@ fn partition_command_rebuild_and_damage() {
         "{}",
         err(&o)
     );
+    // Leftovers of a killed build (a PID that is not running) are removed.
+    let stale = st.join(".vpart-spill-4194303");
+    std::fs::write(&stale, b"x").unwrap();
+    let stale_tmp = st.join(".vpart.0.edges.4194303.tmp");
+    std::fs::write(&stale_tmp, b"x").unwrap();
     let o = run(&["partition", sts, "--vertex-memory", "64M"]);
+    assert!(!stale.exists() && !stale_tmp.exists());
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("into 1 partitions"), "{}", err(&o));
     // One partition does not fit 10M: the run rebuilds, and says why.

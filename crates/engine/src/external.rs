@@ -21,12 +21,21 @@
 //!    every source sends; when its message is nonzero, for wide messages); read the chunk's edges whole, or only the active
 //!    sources' runs merged across small gaps, whichever the cost model (device
 //!    profile: per-request latency + bytes at the sequential bandwidth) prices
-//!    lower; apply the program's edge function into per-thread update buffers
-//!    bucketed by destination slice, which are then combined slice by slice, in
-//!    source order (§4.2 step 4: no atomics, and the same sums on every thread
-//!    count);
-//! 3. `apply` every destination, write the values back;
-//! 4. mirror updates (§4.3, Figure 6): the destinations' masks are streamed and
+//!    lower; threads take contiguous shares of a window's active sources and
+//!    apply the program's edge function into accumulators of their own (one
+//!    array of the partition's destinations per thread), combined in thread order
+//!    when the partition's edges are done — §4.2 step 4's per-thread buffers,
+//!    without atomics (measured: bucketing updates by destination slice and
+//!    combining them in source order, which gives bit-identical sums on every
+//!    thread count, spent a third of the run writing and re-reading 16-byte
+//!    updates);
+//! 3. `apply` every destination, write the values back — unless no message
+//!    reached the partition and the program says `apply` then changes nothing
+//!    ([`EdgeProgram::idle_without_messages`]: bfs, sssp, wcc-lp), when its
+//!    destinations are neither read nor written and it has no mirror update;
+//! 4. mirror updates (§4.3, Figure 6), on a thread of their own while the next
+//!    partition is processed (they write slot `i % 2`, which iteration i does not
+//!    read; one in flight at a time): the destinations' masks are streamed and
 //!    each new message is appended to the buffer of every partition holding a
 //!    mirror; since a source table is ordered by owner then id, these are
 //!    contiguous segments, written sequentially. Only entries that can be read
@@ -40,13 +49,14 @@
 //!
 //! # Memory
 //! `--memory` pays: a fixed 8 MiB for the process, K mirror-update buffers (a
-//! sixteenth of the budget shared, 4 to 256 KiB each), one partition's destination data (the program's
-//! [`EdgeProgram::bytes_per_vertex`] x its destinations), and chunk buffers (source
-//! records and mirror slots, 24 bytes per entry; an edge window; with several
-//! threads, 16 bytes per edge of update buffers) from what is left, between 1 and
-//! 64 MiB; [`plan`] counts 64 bytes per source entry of a chunk (its record,
-//! mirror entry and work lists) and the mirror-update tails and mask chunk. A layout whose largest partition does not fit is refused with
-//! [`EngineError::Budget`]; the caller repartitions.
+//! sixteenth of the budget shared, 4 to 256 KiB each) with their tails and a
+//! mask chunk, one partition's destination data (the program's
+//! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
+//! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
+//! between 512 KiB and 64 MiB (64 bytes per source entry of a chunk — its record,
+//! mirror entry and work lists — and an edge window). A layout whose largest
+//! partition does not fit is refused with [`EngineError::Budget`]; the caller
+//! repartitions.
 
 use crate::error::{EngineError, Result};
 use crate::program::{Aggregates, EdgeProgram, Globals};
@@ -73,7 +83,7 @@ const NEVER: u32 = u32::MAX;
 /// at most one active-source and one window-part entry (24 each).
 const CHUNK_ENTRY_BYTES: u64 = 64;
 /// Destinations whose mirror masks are read at a time.
-const MASK_CHUNK: u64 = 1 << 16;
+const MASK_CHUNK: u64 = 1 << 13;
 
 /// A mirror entry as written: see [`MirrorRec`].
 #[inline]
@@ -157,6 +167,9 @@ pub struct ExternalStats {
     pub chunks_whole: u64,
     pub chunks_selective: u64,
     pub chunks_skipped: u64,
+    /// Partitions of an iteration that received no message (programs whose
+    /// `apply` leaves a vertex alone then: their destinations are not read).
+    pub partitions_idle: u64,
     pub edges_processed: u64,
     pub edge_bytes_read: u64,
     pub source_bytes_read: u64,
@@ -209,12 +222,16 @@ pub fn plan(
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
     let fixed = FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8;
-    let dest = record.max_dests() * bytes_per_vertex;
-    let min_chunk = 1u64 << 20;
+    // Per destination: the program's bytes, one more accumulator per extra thread,
+    // and two mirror jobs (this partition's and the previous one's, in flight:
+    // 8 bytes and a bit each).
+    let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + 17;
+    let dest = record.max_dests() * per_dest;
+    let min_chunk = 512u64 << 10;
     let left = memory.saturating_sub(fixed + dest);
     if left < min_chunk {
         return Err(format!(
-            "the largest of {k} partitions holds {} destinations ({} at {bytes_per_vertex} bytes each); with {} fixed and {} of chunk buffers that needs {}, more than --memory {}",
+            "the largest of {k} partitions holds {} destinations ({} at {per_dest} bytes each); with {} fixed and {} of chunk buffers that needs {}, more than --memory {}",
             record.max_dests(),
             outcore_io::format_bytes(dest),
             outcore_io::format_bytes(fixed),
@@ -224,7 +241,7 @@ pub fn plan(
         ));
     }
     let chunk = left.min(64 << 20);
-    let per_edge = edge_bytes + if threads > 1 { 16 } else { 0 };
+    let per_edge = edge_bytes;
     Ok(Plan {
         mirror_buffer: mirror_buf,
         dest_memory: dest,
@@ -412,7 +429,9 @@ impl<'s> ExternalEngine<'s> {
                 active_total += act as u64;
             }
             st.write_dests(q, &vals, &eps)?;
-            self.mirror_update(prog, &st, q, &vals, &eps, &degs, 0)?;
+            let job = MirrorJob::new(prog, q, 0, &vals, &eps, &degs);
+            let done = self.mirror_update(&st, &job, plan.mirror_buffer)?;
+            add_mirror(&mut self.stats, &done);
         }
         let mut done = 0u64;
         let mut globals = Globals {
@@ -430,12 +449,45 @@ impl<'s> ExternalEngine<'s> {
             let mut agg = Sums::default();
             let mut active = 0u64;
             let mut active_sources = 0u64;
-            for q in 0..k {
-                let (a, s) = self.partition(prog, &st, &plan, q, &globals, &mut agg)?;
-                active += a;
-                active_sources += s;
-                self.observer.partition_done(q);
-            }
+            // Partition q's mirror update runs on its own thread while partition
+            // q + 1 is processed: it writes slot it % 2, which this iteration does
+            // not read, and at most one is in flight.
+            let mut stats = std::mem::take(&mut self.stats);
+            let this = &*self;
+            let r: Result<()> = std::thread::scope(|sc| {
+                let mut inflight: Option<std::thread::ScopedJoinHandle<'_, Result<MirrorDone>>> =
+                    None;
+                let mut out = Ok(());
+                for q in 0..k {
+                    let res = this.partition(prog, &st, &plan, q, &globals, &mut agg, &mut stats);
+                    if let Some(h) = inflight.take() {
+                        match h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+                            Ok(d) => add_mirror(&mut stats, &d),
+                            Err(e) => out = out.and(Err(e)),
+                        }
+                    }
+                    let (a, s, job) = match res {
+                        Ok(x) => x,
+                        Err(e) => return out.and(Err(e)),
+                    };
+                    if out.is_err() {
+                        return out;
+                    }
+                    active += a;
+                    active_sources += s;
+                    this.observer.partition_done(q);
+                    let st = &st;
+                    let buf = plan.mirror_buffer;
+                    inflight = Some(sc.spawn(move || this.mirror_update(st, &job, buf)));
+                }
+                if let Some(h) = inflight.take() {
+                    let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                    add_mirror(&mut stats, &d);
+                }
+                out
+            });
+            self.stats = stats;
+            r?;
             let d = self.store.stats().snapshot().since(&s0);
             self.stats.per_iteration.push(IterationStats {
                 active_sources,
@@ -477,37 +529,36 @@ impl<'s> ExternalEngine<'s> {
     }
 
     /// One partition of one iteration; returns (destinations active next, active
-    /// sources processed).
+    /// sources processed, the partition's mirror update to run).
+    #[allow(clippy::too_many_arguments)]
     fn partition<P: EdgeProgram>(
-        &mut self,
+        &self,
         prog: &P,
         st: &Scratch,
         plan: &Plan,
         q: u32,
         g: &Globals,
         agg: &mut Sums,
-    ) -> Result<(u64, u64)> {
+        stats: &mut ExternalStats,
+    ) -> Result<(u64, u64, MirrorJob)> {
         let it = g.iteration;
         let qu = q as usize;
         let rec = &self.layout.record;
         let nd = rec.dests[qu];
         let nm = rec.mirrors[qu];
-        let tio = Instant::now();
-        let (mut vals, mut eps) = st.read_dests::<P::V>(q, nd)?;
-        let degs: Vec<u32> = read_section(&self.layout.dests[qu], 4 * nd, nd)?;
-        self.stats.dest_bytes_read += nd * (std::mem::size_of::<P::V>() as u64 + 12);
-        self.stats.io_seconds += tio.elapsed().as_secs_f64();
-        let mut acc = vec![prog.identity(); nd as usize];
+        // One accumulator per thread (each takes a contiguous share of a window's
+        // sources), combined in thread order at the end.
+        let threads = stats.threads;
+        let mut accs: Vec<Vec<u64>> = (0..threads.max(1))
+            .map(|_| vec![prog.identity(); nd as usize])
+            .collect();
         let eb = self.layout.edge_bytes() as usize;
         let weighted = self.layout.weighted && prog.weighted();
         let slot_prev = (it - 1) % 2;
         let narrow = prog.narrow_messages();
         let all = prog.all_active();
-        let threads = self.stats.threads;
-        let slices = (threads * 4).max(1);
-        let slice_len = (nd as usize).div_ceil(slices).max(1);
-        let mut buckets: Vec<Vec<Vec<(u32, u64)>>> = vec![vec![Vec::new(); slices]; threads];
         let mut active_sources = 0u64;
+        let mut part_edges = 0u64;
         let mut bad: Option<(u32, u32, f32)> = None;
         let (lat, bw) = self.costs;
         let mut edge_buf: Vec<u8> = Vec::new();
@@ -520,8 +571,8 @@ impl<'s> ExternalEngine<'s> {
             let mut mir: Vec<MirrorRec> = vec![0; c as usize];
             st.mirrors
                 .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 8, &mut mir)?;
-            self.stats.source_bytes_read += c * 24;
-            self.stats.io_seconds += tio.elapsed().as_secs_f64();
+            stats.source_bytes_read += c * 16;
+            stats.io_seconds += tio.elapsed().as_secs_f64();
             // Active sources: (source index in chunk, first edge, edge count).
             let mut act: Vec<(u32, u64, u32)> = Vec::new();
             let mut off = e_off;
@@ -534,7 +585,7 @@ impl<'s> ExternalEngine<'s> {
             let chunk_end = off;
             active_sources += act.len() as u64;
             if act.is_empty() {
-                self.stats.chunks_skipped += 1;
+                stats.chunks_skipped += 1;
             } else {
                 // Requests: merged runs of active sources, or the whole span.
                 let whole = (act[0].1, act.last().map(|a| a.1 + a.2 as u64).unwrap());
@@ -555,9 +606,9 @@ impl<'s> ExternalEngine<'s> {
                     EdgeReads::Auto => cost_sel < cost_whole,
                 };
                 if selective {
-                    self.stats.chunks_selective += 1;
+                    stats.chunks_selective += 1;
                 } else {
-                    self.stats.chunks_whole += 1;
+                    stats.chunks_whole += 1;
                     runs = vec![whole];
                 }
                 // Read each run in windows; apply the active sources' edges in it.
@@ -569,8 +620,8 @@ impl<'s> ExternalEngine<'s> {
                         let tio = Instant::now();
                         edge_buf.resize(((wb - wa) as usize) * eb, 0);
                         self.layout.edges[qu].read_payload(wa * eb as u64, &mut edge_buf)?;
-                        self.stats.edge_bytes_read += (wb - wa) * eb as u64;
-                        self.stats.io_seconds += tio.elapsed().as_secs_f64();
+                        stats.edge_bytes_read += (wb - wa) * eb as u64;
+                        stats.io_seconds += tio.elapsed().as_secs_f64();
                         let tc = Instant::now();
                         // The active sources overlapping [wa, wb).
                         while ai < act.len() && act[ai].1 + act[ai].2 as u64 <= wa {
@@ -587,7 +638,8 @@ impl<'s> ExternalEngine<'s> {
                             j += 1;
                         }
                         let edges: u64 = parts.iter().map(|p| p.2 - p.1).sum();
-                        self.stats.edges_processed += edges;
+                        stats.edges_processed += edges;
+                        part_edges += edges;
                         let win = Window {
                             buf: &edge_buf,
                             start: wa,
@@ -601,28 +653,38 @@ impl<'s> ExternalEngine<'s> {
                         };
                         if threads <= 1 {
                             for &(i, x, y) in &parts {
-                                if let Some(b) = apply_direct(prog, &win, &ctx, i, x, y, &mut acc) {
+                                if let Some(b) =
+                                    apply_direct(prog, &win, &ctx, i, x, y, &mut accs[0])
+                                {
                                     bad.get_or_insert(b);
                                 }
                             }
                         } else {
-                            let b = self.pool.install(|| {
-                                apply_buffered(
-                                    prog,
-                                    &win,
-                                    &ctx,
-                                    &parts,
-                                    edges,
-                                    &mut buckets,
-                                    slice_len,
-                                    &mut acc,
-                                )
+                            let cuts = shares(&parts, edges, threads);
+                            let b: Option<(u32, u32, f32)> = self.pool.install(|| {
+                                accs.par_iter_mut()
+                                    .enumerate()
+                                    .map(|(t, acc)| {
+                                        let mut bad = None;
+                                        for &(i, x, y) in &parts[cuts[t]..cuts[t + 1]] {
+                                            if let Some(b) =
+                                                apply_direct(prog, &win, &ctx, i, x, y, acc)
+                                            {
+                                                bad.get_or_insert(b);
+                                            }
+                                        }
+                                        bad
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .into_iter()
+                                    .flatten()
+                                    .next()
                             });
                             if let Some(b) = b {
                                 bad.get_or_insert(b);
                             }
                         }
-                        self.stats.compute_seconds += tc.elapsed().as_secs_f64();
+                        stats.compute_seconds += tc.elapsed().as_secs_f64();
                         wa = wb;
                     }
                 }
@@ -650,10 +712,34 @@ impl<'s> ExternalEngine<'s> {
             e_off = chunk_end;
             c0 += c;
         }
-        // Apply, in fixed blocks so the aggregates add up in the same order always.
+        if part_edges == 0 && prog.idle_without_messages() {
+            // Nothing arrived: no destination changes, nothing to write.
+            stats.partitions_idle += 1;
+            return Ok((0, active_sources, MirrorJob::idle(q, it)));
+        }
+        let tio = Instant::now();
+        let (mut vals, mut eps) = st.read_dests::<P::V>(q, nd)?;
+        let degs: Vec<u32> = read_section(&self.layout.dests[qu], 4 * nd, nd)?;
+        stats.dest_bytes_read += nd * (std::mem::size_of::<P::V>() as u64 + 12);
+        stats.io_seconds += tio.elapsed().as_secs_f64();
+        // The threads' accumulators, combined in thread order.
         let tc = Instant::now();
         const BLOCK: usize = 4096;
-        let _ = (narrow, all);
+        let (first, rest) = accs.split_at_mut(1);
+        let acc = &mut first[0];
+        if !rest.is_empty() {
+            self.pool.install(|| {
+                acc.par_chunks_mut(BLOCK).enumerate().for_each(|(b, a)| {
+                    for other in rest.iter() {
+                        let o = &other[b * BLOCK..b * BLOCK + a.len()];
+                        for (x, &y) in a.iter_mut().zip(o) {
+                            *x = prog.combine(*x, y);
+                        }
+                    }
+                })
+            });
+        }
+        // Apply, in fixed blocks so the aggregates add up in the same order always.
         let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
@@ -689,36 +775,32 @@ impl<'s> ExternalEngine<'s> {
             active += a;
             agg.merge(&ag);
         }
-        self.stats.compute_seconds += tc.elapsed().as_secs_f64();
+        stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
         st.write_dests(q, &vals, &eps)?;
-        self.stats.dest_bytes_written += nd * (std::mem::size_of::<P::V>() as u64 + 8);
-        self.stats.io_seconds += tio.elapsed().as_secs_f64();
-        self.mirror_update(prog, st, q, &vals, &eps, &degs, it)?;
-        Ok((active, active_sources))
+        stats.dest_bytes_written += nd * (std::mem::size_of::<P::V>() as u64 + 8);
+        stats.io_seconds += tio.elapsed().as_secs_f64();
+        let job = MirrorJob::new(prog, q, it, &vals, &eps, &degs);
+        Ok((active, active_sources, job))
     }
 
-    /// Writes partition `p`'s messages to its mirrors' slot `it % 2` (both slots
-    /// at iteration 0), entries that changed in `it` or `it - 1` only.
-    #[allow(clippy::too_many_arguments)]
-    fn mirror_update<P: EdgeProgram>(
-        &mut self,
-        prog: &P,
-        st: &Scratch,
-        p: u32,
-        vals: &[P::V],
-        eps: &[Epochs],
-        degs: &[u32],
-        it: u64,
-    ) -> Result<()> {
+    /// Writes partition `job.p`'s messages to its mirrors' slot `it % 2` (both
+    /// slots at iteration 0), the entries the job marks as needed.
+    fn mirror_update(&self, st: &Scratch, job: &MirrorJob, buf_bytes: u64) -> Result<MirrorDone> {
         let t = Instant::now();
         let k = self.layout.partitions() as usize;
         let rec = &self.layout.record;
+        let (p, it) = (job.p, job.it);
         let nd = rec.dests[p as usize];
+        if job.recs.len() as u64 != nd {
+            debug_assert!(job.recs.is_empty() && it > 0);
+            return Ok(MirrorDone {
+                bytes: 0,
+                writes: 0,
+                seconds: 0.0,
+            });
+        }
         let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
-        let need_from = (it.saturating_sub(1)).max(1) as u32;
-        let buf_bytes = self.stats.mirror_buffer;
-        let narrow = prog.narrow_messages();
         let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
         // Per target partition: the pending run (first position, entries) and the
         // unchanged entries seen since its last changed one.
@@ -749,18 +831,8 @@ impl<'s> ExternalEngine<'s> {
                 if mask == 0 {
                     continue;
                 }
-                let r: MirrorRec = mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0]);
-                // A source's message is read only in the iteration after it was
-                // activated, so outside all-active programs only entries activated
-                // now need writing (an older entry in this slot never reads as
-                // active: its epoch is below i - 1); with every source sending,
-                // entries whose record changed since the slot was last written.
-                let needed = it == 0
-                    || if narrow {
-                        eps[i][0] == it as u32
-                    } else {
-                        eps[i][1] >= need_from
-                    };
+                let r = job.recs[i];
+                let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
                 let mut bits = mask;
                 while bits != 0 {
                     let q = bits.trailing_zeros() as usize;
@@ -807,10 +879,11 @@ impl<'s> ExternalEngine<'s> {
                 }));
             }
         }
-        self.stats.mirror_update_bytes += bytes;
-        self.stats.mirror_update_writes += writes;
-        self.stats.mirror_update_seconds += t.elapsed().as_secs_f64();
-        Ok(())
+        Ok(MirrorDone {
+            bytes,
+            writes,
+            seconds: t.elapsed().as_secs_f64(),
+        })
     }
 }
 
@@ -858,6 +931,12 @@ impl crate::program::ProgramRunner for ExternalEngine<'_> {
     fn iterations(&self) -> u64 {
         self.stats.iterations
     }
+}
+
+fn add_mirror(stats: &mut ExternalStats, d: &MirrorDone) {
+    stats.mirror_update_bytes += d.bytes;
+    stats.mirror_update_writes += d.writes;
+    stats.mirror_update_seconds += d.seconds;
 }
 
 struct Scratch<'a> {
@@ -964,22 +1043,9 @@ fn apply_direct<P: EdgeProgram>(
     bad
 }
 
-/// Threads take contiguous shares of the window's sources (by edges) and bucket
-/// their contributions by destination slice; then each slice is combined by one
-/// thread, taking the buckets in thread order — the sources' order.
-#[allow(clippy::too_many_arguments)]
-fn apply_buffered<P: EdgeProgram>(
-    prog: &P,
-    win: &Window,
-    ctx: &SrcCtx,
-    parts: &[(u32, u64, u64)],
-    edges: u64,
-    buckets: &mut [Vec<Vec<(u32, u64)>>],
-    slice_len: usize,
-    acc: &mut [u64],
-) -> Option<(u32, u32, f32)> {
-    let t = buckets.len();
-    // Cut `parts` into t shares of about equal edges.
+/// Cuts `parts` into `t` contiguous shares of about equal edges: share k is
+/// `parts[cuts[k]..cuts[k + 1]]`.
+fn shares(parts: &[(u32, u64, u64)], edges: u64, t: usize) -> Vec<usize> {
     let mut cuts = vec![0usize];
     let mut sum = 0u64;
     for (j, p) in parts.iter().enumerate() {
@@ -991,46 +1057,68 @@ fn apply_buffered<P: EdgeProgram>(
     while cuts.len() <= t {
         cuts.push(parts.len());
     }
-    let n = acc.len();
-    let bad: Vec<Option<(u32, u32, f32)>> = buckets
-        .par_iter_mut()
-        .enumerate()
-        .map(|(th, bk)| {
-            for b in bk.iter_mut() {
-                b.clear();
-            }
-            let mut bad = None;
-            for &(i, x, y) in &parts[cuts[th]..cuts[th + 1]] {
-                let u = ctx.srcs[i as usize][0];
-                let msg = ctx.message(i);
-                for e in x..y {
-                    let (tg, w) = win.edge(e);
-                    if tg as usize >= n {
-                        bad.get_or_insert((u, u32::MAX, w));
-                        continue;
-                    }
-                    match prog.edge(msg, u, w) {
-                        Some(c) => bk[tg as usize / slice_len].push((tg, c)),
-                        None => {
-                            bad.get_or_insert((u, tg, w));
-                        }
-                    }
-                }
-            }
-            bad
-        })
-        .collect();
-    let bk: &[Vec<Vec<(u32, u64)>>] = buckets;
-    acc.par_chunks_mut(slice_len)
-        .enumerate()
-        .for_each(|(s, a)| {
-            let base = s * slice_len;
-            for th in bk {
-                for &(tg, c) in &th[s] {
-                    let x = &mut a[tg as usize - base];
-                    *x = prog.combine(*x, c);
-                }
-            }
-        });
-    bad.into_iter().flatten().next()
+    cuts
+}
+
+/// A partition's mirror update, ready to run beside the next partition: each
+/// destination's mirror entry and whether it must be written (1 bit).
+struct MirrorJob {
+    p: u32,
+    it: u64,
+    recs: Vec<MirrorRec>,
+    needed: Vec<u64>,
+}
+
+impl MirrorJob {
+    /// A partition whose destinations did not change: nothing to write.
+    fn idle(p: u32, it: u64) -> MirrorJob {
+        MirrorJob {
+            p,
+            it,
+            recs: Vec::new(),
+            needed: Vec::new(),
+        }
+    }
+    fn new<P: EdgeProgram>(
+        prog: &P,
+        p: u32,
+        it: u64,
+        vals: &[P::V],
+        eps: &[Epochs],
+        degs: &[u32],
+    ) -> MirrorJob {
+        let narrow = prog.narrow_messages();
+        let need_from = (it.saturating_sub(1)).max(1) as u32;
+        let mut needed = vec![0u64; vals.len().div_ceil(64)];
+        let recs = (0..vals.len())
+            .map(|i| {
+                // A narrow program's message is read only in the iteration after
+                // its source's activation, so only entries activated now need
+                // writing (an older entry in this slot never reads as active: its
+                // epoch is below it - 1); a wide one's, when the message changed
+                // since the slot was last written (iteration it - 2).
+                let need = it == 0
+                    || if narrow {
+                        eps[i][0] == it as u32
+                    } else {
+                        eps[i][1] >= need_from
+                    };
+                needed[i / 64] |= (need as u64) << (i % 64);
+                mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0])
+            })
+            .collect();
+        MirrorJob {
+            p,
+            it,
+            recs,
+            needed,
+        }
+    }
+}
+
+/// What a mirror update wrote.
+struct MirrorDone {
+    bytes: u64,
+    writes: u64,
+    seconds: f64,
 }

@@ -50,6 +50,12 @@ pub trait EdgeProgram: Sync {
     fn narrow_messages(&self) -> bool {
         false
     }
+    /// `apply` with `identity` (no message arrived) leaves the value and the
+    /// activity alone and adds no aggregate, so a partition that received nothing
+    /// can be passed over.
+    fn idle_without_messages(&self) -> bool {
+        false
+    }
     /// Bytes per destination the engine holds besides `V`: the accumulator (8),
     /// two epochs (8) and the out-degree (4).
     fn bytes_per_vertex(&self) -> u64 {

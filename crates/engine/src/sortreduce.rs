@@ -413,7 +413,9 @@ impl<'p, P: EdgeProgram> SortReduce<'p, P> {
         ));
         Ok(SortReduce {
             prog,
-            buf: Vec::with_capacity(cap.min(1 << 20)),
+            // The whole buffer reserved up front: growing by doubling would overshoot
+            // the budget (pages are touched only as updates arrive).
+            buf: Vec::with_capacity(cap),
             cap,
             path,
             out: None,

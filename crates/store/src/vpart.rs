@@ -42,9 +42,11 @@
 //!   opens and a layout that is refused by name until `outcore partition` runs again.
 //!
 //! # Memory
-//! The build holds the owner (1 byte) and local index (4 bytes) of every vertex —
-//! in memory when 5n bytes fit half of the build budget, otherwise in a mapped
-//! scratch file the kernel pages — plus spill buffers (a quarter of the budget,
+//! The build holds the owner (1 byte) of every vertex — in memory when n bytes fit
+//! half of the build budget, otherwise in a mapped scratch file the kernel pages
+//! (slow: the greedy and the second pass look owners up at random) — and, while
+//! it writes a partition, that partition's destination ids (targets are spilled
+//! as dense ids and turned into local indices by binary search then), plus spill buffers (a quarter of the budget,
 //! at least 4 KiB per stream), three read buffers (a sixteenth each, 64 KiB to
 //! 4 MiB) and two 1 MiB write buffers. Edges pass through one spill file (K x K streams,
 //! (owner of target, owner of source)), so the build reads the CSR twice and
@@ -295,6 +297,32 @@ impl Drop for Spill {
     }
 }
 
+/// Removes what a killed build left in `dir`: spill files and temporary layout
+/// files whose process is gone.
+fn remove_stale(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = if let Some(p) = name.strip_prefix(".vpart-spill-") {
+            p.parse::<u32>().ok()
+        } else if name.starts_with(".vpart.") && name.ends_with(".tmp") {
+            name.trim_end_matches(".tmp")
+                .rsplit('.')
+                .next()
+                .and_then(|p| p.parse::<u32>().ok())
+        } else {
+            None
+        };
+        if let Some(pid) = pid {
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
 fn pick(mask: u64, loads: &[u64], counts: &[u64], cap: u64) -> usize {
     let best = |m: u64| {
         (0..loads.len())
@@ -319,6 +347,7 @@ pub fn build(
     let dir = store.dir();
     let (k, cap) = plan(n, opts)?;
     let ku = k as usize;
+    remove_stale(dir);
     let weighted = store.weighted();
     let stats = store.stats().clone();
     let open = |name: &str, kind| store.layout_with(name, kind, ReadMode::Buffered, stats.clone());
@@ -335,7 +364,7 @@ pub fn build(
             "counts differ from the manifest",
         ));
     }
-    let in_memory = 5 * n <= opts.memory / 2;
+    let in_memory = n <= opts.memory / 2;
     // Read buffers: three streams of a sixteenth of the budget each (64 KiB to 4 MiB).
     let chunk = (opts.memory / 16).clamp(64 << 10, 4 << 20);
     const NONE: u8 = u8::MAX;
@@ -395,16 +424,11 @@ pub fn build(
     let s_ids = |q: usize| ku * ku + q;
     let s_degs = |q: usize| ku * ku + ku + q;
     let s_mask = |q: usize| ku * ku + 2 * ku + q;
-    let mut local = Arr::new(4 * n as usize, in_memory, dir, "vpart-local")?;
     {
         let own = owner.bytes();
-        let loc: &mut [u32] = bytemuck::cast_slice_mut(local.bytes());
-        let mut next = vec![0u32; ku];
         let mut degs = PodStream::<u32>::new(&deg_file, chunk);
         for v in 0..n as usize {
             let q = own[v] as usize;
-            loc[v] = next[q];
-            next[q] += 1;
             spill.push(s_ids(q), &(v as u32).to_le_bytes())?;
             spill.push(s_degs(q), &degs.next()?.to_le_bytes())?;
         }
@@ -413,10 +437,6 @@ pub fn build(
     // Pass 2: every edge to its (target's owner, source's owner) stream; masks.
     {
         let own = owner.bytes();
-        let loc: &[u32] = bytemuck::cast_slice(match &mut local {
-            Arr::Mem(v) => &v[..],
-            Arr::Map(mm, _) => &mm[..],
-        });
         let mut degs = PodStream::<u32>::new(&deg_file, chunk);
         let mut tgts = PodStream::<u32>::new(&tgt_file, chunk);
         let mut ws = w_file.as_ref().map(|f| PodStream::<f32>::new(f, chunk));
@@ -432,7 +452,7 @@ pub fn build(
                 let v = tgts.next()? as usize;
                 let q = own[v] as usize;
                 mask |= 1 << q;
-                rec[4..8].copy_from_slice(&loc[v].to_le_bytes());
+                rec[4..8].copy_from_slice(&(v as u32).to_le_bytes());
                 if let Some(ws) = &mut ws {
                     rec[8..12].copy_from_slice(&ws.next()?.to_le_bytes());
                 }
@@ -451,11 +471,11 @@ pub fn build(
         }
     }
     drop(owner);
-    drop(local);
     let sf = spill.finish(stats.clone())?;
 
     // Assembly: each partition's files in turn, under temporary names.
-    let tmp = |name: &str| dir.join(format!(".{name}.tmp"));
+    let pid = std::process::id();
+    let tmp = |name: &str| dir.join(format!(".{name}.{pid}.tmp"));
     let mut files: Vec<FileRecord> = Vec::new();
     let mut written: Vec<String> = Vec::new();
     let result = (|| -> Result<VpartRecord> {
@@ -471,21 +491,34 @@ pub fn build(
                 written.push(name);
                 Ok(())
             };
-            // Destinations: ids then out-degrees.
+            // Destinations: ids then out-degrees. The ids stay in memory (one
+            // partition's, which the run holds too) to turn targets into local
+            // indices.
             let name = file_name(q as u32, "dests");
-            let mut w = LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartDests, stats.clone())?;
-            spill.read(&sf, s_ids(q), |b| w.append(b))?;
+            let mut w =
+                LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartDests, stats.clone())?;
+            let mut ids: Vec<u32> = Vec::with_capacity(counts[q] as usize);
+            spill.read(&sf, s_ids(q), |b| {
+                ids.extend(
+                    b.chunks_exact(4)
+                        .map(|x| u32::from_le_bytes(x.try_into().unwrap())),
+                );
+                w.append(b)
+            })?;
             spill.read(&sf, s_degs(q), |b| w.append(b))?;
             finish(w, name, counts[q])?;
             let name = file_name(q as u32, "mirrors");
-            let mut w = LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartMirrors, stats.clone())?;
+            let mut w =
+                LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartMirrors, stats.clone())?;
             spill.read(&sf, s_mask(q), |b| w.append(b))?;
             finish(w, name, counts[q])?;
             // Source table and edges, segment by segment (owner p of the source).
             let sname = file_name(q as u32, "sources");
             let ename = file_name(q as u32, "edges");
-            let mut sw = LayoutWriter::create_buffered(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
-            let mut ew = LayoutWriter::create_buffered(&tmp(&ename), FileKind::VpartEdges, stats.clone())?;
+            let mut sw =
+                LayoutWriter::create_buffered(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
+            let mut ew =
+                LayoutWriter::create_buffered(&tmp(&ename), FileKind::VpartEdges, stats.clone())?;
             let rl = if weighted { 12 } else { 8 };
             let mut m_q = 0u64;
             let mut e_q = 0u64;
@@ -508,7 +541,14 @@ pub fn build(
                                 cur = Some((u, 1));
                             }
                         }
-                        out.extend_from_slice(&r[4..rl]);
+                        let v = u32::from_le_bytes(r[4..8].try_into().unwrap());
+                        let local = ids.binary_search(&v).map_err(|_| {
+                            StoreError::Invalid(format!(
+                                "partitioning lost vertex {v}: not a destination of partition {q}"
+                            ))
+                        })? as u32;
+                        out.extend_from_slice(&local.to_le_bytes());
+                        out.extend_from_slice(&r[8..rl]);
                         e_q += 1;
                     }
                     if out.len() >= 1 << 20 {
@@ -542,7 +582,8 @@ pub fn build(
             )));
         }
         let name = index_name();
-        let mut w = LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
+        let mut w =
+            LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
         w.append(bytemuck::cast_slice(&seg))?;
         let mut r = w.finish(seg.len() as u64)?;
         r.name = name.clone();
