@@ -16,7 +16,10 @@
 //!
 //! Iteration i processes the partitions one after another (§4.2):
 //! 1. read q's destination values (and out-degrees) into memory;
-//! 2. stream q's source table in chunks with the mirrors' slot `(i-1) % 2`; a
+//! 2. stream q's source table in chunks (whole blocks of 4096 entries; for
+//!    narrow programs, chunks with no block written since the slot was cleared
+//!    — an in-memory bit per block and slot — are skipped unread, their edge
+//!    offsets known from one pass at the start) with the mirrors' slot `(i-1) % 2`; a
 //!    source is active when its epoch is `i - 1` (always, for programs where
 //!    every source sends; when its message is nonzero, for wide messages); read the chunk's edges whole, or only the active
 //!    sources' runs merged across small gaps, whichever the cost model (device
@@ -61,7 +64,7 @@
 use crate::error::{EngineError, Result};
 use crate::program::{Aggregates, EdgeProgram, Globals};
 use outcore_io::{DeviceProfile, IoSnapshot, ReadMode, ScratchFile};
-use outcore_state::{StateBudget, VertexArray};
+use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::format::LayoutFile;
 use outcore_store::vpart::VpartLayout;
 use outcore_store::Store;
@@ -82,6 +85,8 @@ const NEVER: u32 = u32::MAX;
 /// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
 /// at most one active-source and one window-part entry (24 each).
 const CHUNK_ENTRY_BYTES: u64 = 64;
+/// Source-table entries per block: the unit of skipping (chunks are whole blocks).
+const MBLOCK: u64 = 4096;
 /// Destinations whose mirror masks are read at a time.
 const MASK_CHUNK: u64 = 1 << 13;
 
@@ -246,7 +251,7 @@ pub fn plan(
         mirror_buffer: mirror_buf,
         dest_memory: dest,
         chunk_memory: chunk,
-        chunk_entries: (chunk / 2 / CHUNK_ENTRY_BYTES).max(1024),
+        chunk_entries: (chunk / 2 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK,
         window_edges: (chunk / 2 / per_edge).max(1024),
     })
 }
@@ -400,11 +405,51 @@ impl<'s> ExternalEngine<'s> {
             mirror_base[k as usize],
             stats.clone(),
         )?;
+        // Per partition: the edge offset of every block of source-table entries
+        // (one pass over the tables), and per mirror slot which blocks may hold
+        // an entry that reads as active (narrow programs skip the others).
+        let mut block_off: Vec<Vec<u64>> = Vec::with_capacity(k as usize);
+        for q in 0..k as usize {
+            let nm = rec.mirrors[q];
+            let mut offs = Vec::with_capacity(nm.div_ceil(MBLOCK) as usize + 1);
+            let (mut c0, mut e) = (0u64, 0u64);
+            while c0 < nm {
+                let c = (nm - c0).min(plan.chunk_entries);
+                let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[q], 8 * c0, c)?;
+                for (i, s) in srcs.iter().enumerate() {
+                    if i as u64 % MBLOCK == 0 {
+                        offs.push(e);
+                    }
+                    e += s[1] as u64;
+                }
+                c0 += c;
+            }
+            offs.push(e);
+            if e != rec.edges[q] {
+                return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
+                    file: self
+                        .store
+                        .dir()
+                        .join(outcore_store::vpart::file_name(q as u32, "sources")),
+                    reason: format!("counts {e} edges, the layout {}", rec.edges[q]),
+                }));
+            }
+            self.stats.source_bytes_read += nm * 8;
+            block_off.push(offs);
+        }
+        let touched: Vec<[AtomicBitmap; 2]> = (0..k as usize)
+            .map(|q| {
+                let b = rec.mirrors[q].div_ceil(MBLOCK) as usize;
+                [AtomicBitmap::new(b), AtomicBitmap::new(b)]
+            })
+            .collect();
         let st = Scratch {
             dests: &dests_file,
             mirrors: &mirror_file,
             dest_base: &dest_base,
             mirror_base: &mirror_base,
+            block_off: &block_off,
+            touched: &touched,
         };
 
         // Iteration 0: initial values, both mirror slots written in full.
@@ -446,6 +491,11 @@ impl<'s> ExternalEngine<'s> {
             let e0 = self.stats.edges_processed;
             self.observer.iteration(it, k, active_total);
             globals.iteration = it;
+            // Slot it % 2 is rewritten now: what it held dates from it - 2 and
+            // never reads as active in it + 1.
+            for t in &touched {
+                t[(it % 2) as usize].clear_all();
+            }
             let mut agg = Sums::default();
             let mut active = 0u64;
             let mut active_sources = 0u64;
@@ -564,8 +614,19 @@ impl<'s> ExternalEngine<'s> {
         let mut edge_buf: Vec<u8> = Vec::new();
         let mut e_off = 0u64; // edge index of the chunk's first source
         let mut c0 = 0u64;
+        let skippable = narrow && !all;
         while c0 < nm {
             let c = (nm - c0).min(plan.chunk_entries);
+            let (b0, b1) = (c0 / MBLOCK, (c0 + c).div_ceil(MBLOCK));
+            if skippable && !(b0..b1).any(|b| st.touched[qu][slot_prev as usize].get(b as u32)) {
+                // No entry of these blocks was written since the slot's last
+                // clearing: none can read as active.
+                stats.chunks_skipped += 1;
+                e_off = st.block_off[qu][b1 as usize];
+                c0 += c;
+                continue;
+            }
+            debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
             let tio = Instant::now();
             let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[qu], 8 * c0, c)?;
             let mut mir: Vec<MirrorRec> = vec![0; c as usize];
@@ -816,6 +877,10 @@ impl<'s> ExternalEngine<'s> {
             for &s in slots {
                 st.mirrors
                     .write_pod(st.mirror_base[q] + (s * nm + run.0) * 8, &run.1)?;
+                let blocks = run.0 / MBLOCK..(run.0 + run.1.len() as u64).div_ceil(MBLOCK);
+                for b in blocks {
+                    st.touched[q][s as usize].set(b as u32);
+                }
                 bytes += run.1.len() as u64 * 8;
                 writes += 1;
             }
@@ -944,6 +1009,11 @@ struct Scratch<'a> {
     mirrors: &'a ScratchFile,
     dest_base: &'a [u64],
     mirror_base: &'a [u64],
+    /// Edge offset of each block of each source table (and the table's edges).
+    block_off: &'a [Vec<u64>],
+    /// Blocks of each partition's slot 0 and 1 written with entries since the
+    /// slot was last cleared.
+    touched: &'a [[AtomicBitmap; 2]],
 }
 
 impl Scratch<'_> {
