@@ -157,8 +157,9 @@ impl<'s> SortReduceEngine<'s> {
         }
         let chunk_mem = (rest / 4).min(64 << 20);
         let vsize = std::mem::size_of::<P::V>() as u64;
-        // Per vertex in a chunk: value, epoch, degree, offset; plus the edge window.
-        let chunk = (chunk_mem / 2 / (vsize + 16)).max(1024);
+        // Per vertex in a chunk: value, epoch, degree, offset and its place in the
+        // active list; plus the edge window.
+        let chunk = (chunk_mem / 2 / (vsize + 24)).max(1024);
         let window = (chunk_mem / 2 / 8).max(1024);
         let cap = self
             .cfg
@@ -499,6 +500,8 @@ impl<'p, P: EdgeProgram> SortReduce<'p, P> {
         if !self.buf.is_empty() {
             self.spill(pool)?;
         }
+        // The merge's run buffers take the update buffer's place.
+        self.buf = Vec::new();
         self.out.take().expect("open").finish()?;
         let file = InFile::open(&self.path, ReadMode::Buffered, self.stats.clone())?;
         let per = (self.cap * 16 / 12 / self.runs.len()).max(1);
