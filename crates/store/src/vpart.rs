@@ -427,8 +427,8 @@ pub fn build(
     {
         let own = owner.bytes();
         let mut degs = PodStream::<u32>::new(&deg_file, chunk);
-        for v in 0..n as usize {
-            let q = own[v] as usize;
+        for (v, &o) in own.iter().enumerate() {
+            let q = o as usize;
             spill.push(s_ids(q), &(v as u32).to_le_bytes())?;
             spill.push(s_degs(q), &degs.next()?.to_le_bytes())?;
         }
