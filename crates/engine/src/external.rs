@@ -417,7 +417,7 @@ impl<'s> ExternalEngine<'s> {
                 let c = (nm - c0).min(plan.chunk_entries);
                 let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[q], 8 * c0, c)?;
                 for (i, s) in srcs.iter().enumerate() {
-                    if i as u64 % MBLOCK == 0 {
+                    if (i as u64).is_multiple_of(MBLOCK) {
                         offs.push(e);
                     }
                     e += s[1] as u64;
@@ -507,22 +507,14 @@ impl<'s> ExternalEngine<'s> {
             let r: Result<()> = std::thread::scope(|sc| {
                 let mut inflight: Option<std::thread::ScopedJoinHandle<'_, Result<MirrorDone>>> =
                     None;
-                let mut out = Ok(());
                 for q in 0..k {
                     let res = this.partition(prog, &st, &plan, q, &globals, &mut agg, &mut stats);
+                    // The previous mirror update's error first, then this partition's.
                     if let Some(h) = inflight.take() {
-                        match h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
-                            Ok(d) => add_mirror(&mut stats, &d),
-                            Err(e) => out = out.and(Err(e)),
-                        }
+                        let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                        add_mirror(&mut stats, &d);
                     }
-                    let (a, s, job) = match res {
-                        Ok(x) => x,
-                        Err(e) => return out.and(Err(e)),
-                    };
-                    if out.is_err() {
-                        return out;
-                    }
+                    let (a, s, job) = res?;
                     active += a;
                     active_sources += s;
                     this.observer.partition_done(q);
@@ -534,7 +526,7 @@ impl<'s> ExternalEngine<'s> {
                     let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
                     add_mirror(&mut stats, &d);
                 }
-                out
+                Ok(())
             });
             self.stats = stats;
             r?;
