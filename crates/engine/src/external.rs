@@ -323,16 +323,7 @@ impl<'s> ExternalEngine<'s> {
                 store.dir().display()
             ))
         })?;
-        let threads = if cfg.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |x| x.get())
-        } else {
-            cfg.threads
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("outcore-external-{i}"))
-            .build()
-            .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        let (pool, threads) = crate::thread_pool(cfg.threads, "external")?;
         let work_dir = cfg
             .work_dir
             .clone()

@@ -34,3 +34,20 @@ pub use stream::{
     StreamStats, AHEAD,
 };
 pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};
+
+/// A rayon pool of `threads` threads (0: one per core) named `outcore-NAME-I`, and
+/// its size.
+pub(crate) fn thread_pool(threads: usize, name: &str) -> Result<(rayon::ThreadPool, usize)> {
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |x| x.get())
+    } else {
+        threads
+    };
+    let name = name.to_string();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("outcore-{name}-{i}"))
+        .build()
+        .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+    Ok((pool, threads))
+}

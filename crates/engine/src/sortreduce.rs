@@ -96,16 +96,7 @@ struct Csr {
 
 impl<'s> SortReduceEngine<'s> {
     pub fn new(store: &'s Store, cfg: SortReduceConfig) -> Result<SortReduceEngine<'s>> {
-        let threads = if cfg.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |x| x.get())
-        } else {
-            cfg.threads
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("outcore-sortreduce-{i}"))
-            .build()
-            .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        let (pool, threads) = crate::thread_pool(cfg.threads, "sortreduce")?;
         let work_dir = cfg
             .work_dir
             .clone()

@@ -271,16 +271,7 @@ impl<'s> StreamEngine<'s> {
         }
         rest = rest.saturating_sub(slots as u64 * max_block);
         let budget = StateBudget::new(rest, work_dir.clone()).force_mapped(cfg.force_mapped);
-        let threads = if cfg.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |x| x.get())
-        } else {
-            cfg.threads
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("outcore-worker-{i}"))
-            .build()
-            .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        let (pool, _) = crate::thread_pool(cfg.threads, "worker")?;
         let start_io = store.stats().snapshot();
         Ok(StreamEngine {
             store,
