@@ -17,8 +17,9 @@
 //! Iteration i processes the partitions one after another (§4.2):
 //! 1. read q's destination values (and out-degrees) into memory;
 //! 2. stream q's source table in chunks (whole blocks of 4096 entries; for
-//!    narrow programs, chunks with no block written since the slot was cleared
-//!    — an in-memory bit per block and slot — are skipped unread, their edge
+//!    narrow programs, chunks with no block that received an entry activated in
+//!    i - 1 — an in-memory bit per block and slot, set by the mirror updates — are
+//!    skipped unread, their edge
 //!    offsets known from one pass at the start) with the mirrors' slot `(i-1) % 2`; a
 //!    source is active when its epoch is `i - 1` (always, for programs where
 //!    every source sends; when its message is nonzero, for wide messages); read the chunk's edges whole, or only the active
@@ -860,10 +861,6 @@ impl<'s> ExternalEngine<'s> {
             for &s in slots {
                 st.mirrors
                     .write_pod(st.mirror_base[q] + (s * nm + run.0) * 8, &run.1)?;
-                let blocks = run.0 / MBLOCK..(run.0 + run.1.len() as u64).div_ceil(MBLOCK);
-                for b in blocks {
-                    st.touched[q][s as usize].set(b as u32);
-                }
                 bytes += run.1.len() as u64 * 8;
                 writes += 1;
             }
@@ -887,6 +884,12 @@ impl<'s> ExternalEngine<'s> {
                     bits &= bits - 1;
                     let at = pos[q];
                     pos[q] += 1;
+                    if job.narrow && r >> 32 == it {
+                        // Reads as active in it + 1: its block is not skipped.
+                        for &s in slots {
+                            st.touched[q][s as usize].set((at / MBLOCK) as u32);
+                        }
+                    }
                     if needed {
                         let run = &mut pending[q];
                         if run.1.is_empty() {
@@ -994,8 +997,8 @@ struct Scratch<'a> {
     mirror_base: &'a [u64],
     /// Edge offset of each block of each source table (and the table's edges).
     block_off: &'a [Vec<u64>],
-    /// Blocks of each partition's slot 0 and 1 written with entries since the
-    /// slot was last cleared.
+    /// Blocks of each partition's slot 0 and 1 that received, since the slot was
+    /// last cleared, an entry of a narrow program that reads as active next.
     touched: &'a [[AtomicBitmap; 2]],
 }
 
@@ -1118,6 +1121,7 @@ fn shares(parts: &[(u32, u64, u64)], edges: u64, t: usize) -> Vec<usize> {
 struct MirrorJob {
     p: u32,
     it: u64,
+    narrow: bool,
     recs: Vec<MirrorRec>,
     needed: Vec<u64>,
 }
@@ -1128,6 +1132,7 @@ impl MirrorJob {
         MirrorJob {
             p,
             it,
+            narrow: false,
             recs: Vec::new(),
             needed: Vec::new(),
         }
@@ -1163,6 +1168,7 @@ impl MirrorJob {
         MirrorJob {
             p,
             it,
+            narrow,
             recs,
             needed,
         }
