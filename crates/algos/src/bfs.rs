@@ -31,6 +31,15 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
         )?;
         it += 1;
     }
+    Ok(Run {
+        summary: summary(&st),
+        output: Output::Bfs(st),
+        iterations: it,
+    })
+}
+
+/// The summary line of a BFS result (every engine's).
+pub(crate) fn summary(st: &[u64]) -> String {
     let reached = st.iter().filter(|&&x| x != u64::MAX).count();
     let depth = st
         .iter()
@@ -38,9 +47,5 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
         .map(|x| x >> 32)
         .max()
         .unwrap_or(0);
-    Ok(Run {
-        output: Output::Bfs(st),
-        iterations: it,
-        summary: format!("{reached} vertices reached, maximum depth {depth}"),
-    })
+    format!("{reached} vertices reached, maximum depth {depth}")
 }

@@ -410,19 +410,13 @@ pub fn run_program<R: ProgramRunner>(
     let (output, summary) = match algo {
         Algo::Bfs => {
             let st = name_bad_edge(store, e.run_program(&Bfs { root: p.root, cap }))?;
-            let reached = st.iter().filter(|&&x| x != u64::MAX).count();
-            let depth = st.iter().filter(|&&x| x != u64::MAX).map(|x| x >> 32).max().unwrap_or(0);
-            (Output::Bfs(st), format!("{reached} vertices reached, maximum depth {depth}"))
+            let line = crate::bfs::summary(&st);
+            (Output::Bfs(st), line)
         }
         Algo::Sssp => {
             let st = name_bad_edge(store, e.run_program(&Sssp { root: p.root, cap }))?;
-            let reached = st.iter().filter(|&&x| x != u64::MAX).count();
-            let far = st
-                .iter()
-                .filter(|&&x| x != u64::MAX)
-                .map(|x| f32::from_bits((x >> 32) as u32))
-                .fold(0f32, f32::max);
-            (Output::Sssp(st), format!("{reached} vertices reached, largest distance {far}"))
+            let line = crate::sssp::summary(&st);
+            (Output::Sssp(st), line)
         }
         Algo::WccLp => {
             if store.manifest().directed {

@@ -53,15 +53,20 @@ pub fn run(e: &mut StreamEngine, p: &Params) -> Result<Run> {
             )));
         }
     }
+    Ok(Run {
+        summary: summary(&st),
+        output: Output::Sssp(st),
+        iterations: it,
+    })
+}
+
+/// The summary line of an SSSP result (every engine's).
+pub(crate) fn summary(st: &[u64]) -> String {
     let reached = st.iter().filter(|&&x| x != u64::MAX).count();
     let far = st
         .iter()
         .filter(|&&x| x != u64::MAX)
         .map(|x| f32::from_bits((x >> 32) as u32))
         .fold(0f32, f32::max);
-    Ok(Run {
-        output: Output::Sssp(st),
-        iterations: it,
-        summary: format!("{reached} vertices reached, largest distance {far}"),
-    })
+    format!("{reached} vertices reached, largest distance {far}")
 }

@@ -27,7 +27,7 @@ pub use jobs::{
     Granularity, IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats,
     Task,
 };
-pub use program::{Aggregates, EdgeProgram, Globals, ProgramRunner};
+pub use program::{Aggregates, EdgeProgram, Globals, ProgramRunner, Sums};
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
@@ -50,4 +50,15 @@ pub(crate) fn thread_pool(threads: usize, name: &str) -> Result<(rayon::ThreadPo
         .build()
         .map_err(|e| EngineError::Invalid(format!("cannot start {threads} threads: {e}")))?;
     Ok((pool, threads))
+}
+
+/// `count` values of `T` at payload byte `offset` of a layout file.
+pub(crate) fn read_at<T: bytemuck::Pod>(
+    lf: &outcore_store::format::LayoutFile,
+    offset: u64,
+    count: u64,
+) -> Result<Vec<T>> {
+    let mut v: Vec<T> = vec![T::zeroed(); count as usize];
+    lf.read_payload(offset, bytemuck::cast_slice_mut(&mut v))?;
+    Ok(v)
 }

@@ -19,6 +19,43 @@
 /// Four global sums, added by `init` and `apply`.
 pub type Aggregates = [f64; 4];
 
+/// Compensated (Neumaier) sums of aggregates, so their totals hardly depend on
+/// the order vertices are visited in (partition order here, id order elsewhere).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Sums {
+    sum: Aggregates,
+    comp: Aggregates,
+}
+
+impl Sums {
+    fn add_one(&mut self, i: usize, x: f64) {
+        let s = self.sum[i];
+        let t = s + x;
+        self.comp[i] += if s.abs() >= x.abs() {
+            (s - t) + x
+        } else {
+            (x - t) + s
+        };
+        self.sum[i] = t;
+    }
+    pub fn add(&mut self, a: &Aggregates) {
+        for (i, &x) in a.iter().enumerate() {
+            if x != 0.0 {
+                self.add_one(i, x);
+            }
+        }
+    }
+    pub fn merge(&mut self, o: &Sums) {
+        for i in 0..4 {
+            self.add_one(i, o.sum[i]);
+            self.add_one(i, o.comp[i]);
+        }
+    }
+    pub fn total(&self) -> Aggregates {
+        std::array::from_fn(|i| self.sum[i] + self.comp[i])
+    }
+}
+
 /// What `apply` sees of the run.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Globals {

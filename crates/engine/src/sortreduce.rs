@@ -26,8 +26,9 @@
 //! merge gives each run an equal share of that buffer.
 
 use crate::error::{EngineError, Result};
-use crate::external::{Sums, FIXED_BYTES};
-use crate::program::{Aggregates, EdgeProgram, Globals};
+use crate::external::FIXED_BYTES;
+use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
+use crate::read_at;
 use bytemuck::Zeroable;
 use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
 use outcore_state::{StateBudget, VertexArray};
@@ -369,12 +370,6 @@ impl crate::program::ProgramRunner for SortReduceEngine<'_> {
     fn iterations(&self) -> u64 {
         self.stats.iterations
     }
-}
-
-fn read_at<T: bytemuck::Pod>(lf: &LayoutFile, offset: u64, count: u64) -> Result<Vec<T>> {
-    let mut v: Vec<T> = vec![T::zeroed(); count as usize];
-    lf.read_payload(offset, bytemuck::cast_slice_mut(&mut v))?;
-    Ok(v)
 }
 
 /// A packed update as spilled: target, contribution.

@@ -62,34 +62,24 @@
 //! partition does not fit is refused with [`EngineError::Budget`]; the caller
 //! repartitions.
 
+mod mirror;
+mod plan;
+
 use crate::error::{EngineError, Result};
-use crate::program::{Aggregates, EdgeProgram, Globals};
-use outcore_io::{DeviceProfile, IoSnapshot, ReadMode, ScratchFile};
+use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
+use crate::read_at;
+use mirror::{add_mirror, MirrorDone, MirrorJob};
+use outcore_io::{IoSnapshot, ReadMode, ScratchFile};
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
-use outcore_store::format::LayoutFile;
 use outcore_store::vpart::VpartLayout;
 use outcore_store::Store;
+use plan::{device_costs, MBLOCK};
+pub use plan::{min_memory, mirror_buffer, plan, Plan, FIXED_BYTES};
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Fixed allowance for the process (code, stacks, small tables).
-pub const FIXED_BYTES: u64 = 8 << 20;
-/// Mirror-update buffer per partition: a sixteenth of the budget shared by the
-/// partitions, between 4 and 256 KiB.
-pub fn mirror_buffer(memory: u64, partitions: u32) -> u64 {
-    (memory / 16 / partitions.max(1) as u64).clamp(4 << 10, 256 << 10)
-}
-/// Unchanged mirror entries rewritten rather than starting a new write.
-const MIRROR_GAP: usize = 512;
 const NEVER: u32 = u32::MAX;
-/// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
-/// at most one active-source and one window-part entry (24 each).
-const CHUNK_ENTRY_BYTES: u64 = 64;
-/// Source-table entries per block: the unit of skipping (chunks are whole blocks).
-const MBLOCK: u64 = 4096;
-/// Destinations whose mirror masks are read at a time.
-const MASK_CHUNK: u64 = 1 << 13;
 
 /// A mirror entry as written: see [`MirrorRec`].
 #[inline]
@@ -207,90 +197,6 @@ pub trait ExternalObserver: Sync {
 struct NoObserver;
 impl ExternalObserver for NoObserver {}
 
-/// The memory a layout needs under a budget.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Plan {
-    pub mirror_buffer: u64,
-    pub dest_memory: u64,
-    pub chunk_memory: u64,
-    pub chunk_entries: u64,
-    pub window_edges: u64,
-}
-
-/// Plans memory for `layout` under `memory` with `bytes_per_vertex` per destination.
-pub fn plan(
-    record: &outcore_store::vpart::VpartRecord,
-    memory: u64,
-    bytes_per_vertex: u64,
-    edge_bytes: u64,
-    threads: usize,
-) -> std::result::Result<Plan, String> {
-    let k = record.partitions as u64;
-    let mirror_buf = mirror_buffer(memory, record.partitions);
-    let fixed = FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8;
-    // Per destination: the program's bytes, one more accumulator per extra thread,
-    // and two mirror jobs (this partition's and the previous one's, in flight:
-    // 8 bytes and a bit each).
-    let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + 17;
-    let dest = record.max_dests() * per_dest;
-    let min_chunk = 512u64 << 10;
-    let left = memory.saturating_sub(fixed + dest);
-    if left < min_chunk {
-        return Err(format!(
-            "the largest of {k} partitions holds {} destinations ({} at {per_dest} bytes each); with {} fixed and {} of chunk buffers that needs {}, more than --memory {}",
-            record.max_dests(),
-            outcore_io::format_bytes(dest),
-            outcore_io::format_bytes(fixed),
-            outcore_io::format_bytes(min_chunk),
-            outcore_io::format_bytes(fixed + dest + min_chunk),
-            outcore_io::format_bytes(memory)
-        ));
-    }
-    let chunk = left.min(64 << 20);
-    let per_edge = edge_bytes;
-    Ok(Plan {
-        mirror_buffer: mirror_buf,
-        dest_memory: dest,
-        chunk_memory: chunk,
-        chunk_entries: (chunk / 2 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK,
-        window_edges: (chunk / 2 / per_edge).max(1024),
-    })
-}
-
-/// The smallest `--memory` under which [`plan`] accepts `record`.
-pub fn min_memory(
-    record: &outcore_store::vpart::VpartRecord,
-    bytes_per_vertex: u64,
-    edge_bytes: u64,
-    threads: usize,
-) -> u64 {
-    let (mut lo, mut hi) = (1u64, 1u64 << 44);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if plan(record, mid, bytes_per_vertex, edge_bytes, threads).is_ok() {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    lo
-}
-
-/// Per-request cost model: (latency seconds, bytes per second).
-fn device_costs() -> (f64, f64) {
-    match DeviceProfile::find() {
-        Ok(Some(p)) => {
-            let seq = p.seq_read_bw().max(1.0);
-            let lat = p
-                .random_read_bw_at(4096, 1)
-                .map(|r| (4096.0 / r.max(1.0) - 4096.0 / seq).max(1e-6))
-                .unwrap_or(1e-4);
-            (lat, seq)
-        }
-        _ => (1e-4, 500e6),
-    }
-}
-
 /// The engine over one store's V-Part layout.
 pub struct ExternalEngine<'s> {
     store: &'s Store,
@@ -358,7 +264,6 @@ impl<'s> ExternalEngine<'s> {
     /// Runs `prog` to the end; the result in dense vertex order (in memory while
     /// `--memory` holds it, else mapped from the work directory).
     pub fn run<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
-        let t0 = Instant::now();
         let io0 = self.store.stats().snapshot();
         let k = self.layout.partitions();
         let eb = self.layout.edge_bytes();
@@ -448,9 +353,8 @@ impl<'s> ExternalEngine<'s> {
         let mut agg_total = Sums::default();
         let mut active_total = 0u64;
         for q in 0..k {
-            let ids: Vec<u32> =
-                read_section(&self.layout.dests[q as usize], 0, rec.dests[q as usize])?;
-            let degs: Vec<u32> = read_section(
+            let ids: Vec<u32> = read_at(&self.layout.dests[q as usize], 0, rec.dests[q as usize])?;
+            let degs: Vec<u32> = read_at(
                 &self.layout.dests[q as usize],
                 4 * rec.dests[q as usize],
                 rec.dests[q as usize],
@@ -547,7 +451,7 @@ impl<'s> ExternalEngine<'s> {
         let mut out = out_budget.alloc::<P::Out>(prog.name(), n, zero)?;
         for q in 0..k {
             let nd = rec.dests[q as usize];
-            let ids: Vec<u32> = read_section(&self.layout.dests[q as usize], 0, nd)?;
+            let ids: Vec<u32> = read_at(&self.layout.dests[q as usize], 0, nd)?;
             let (vals, _) = st.read_dests::<P::V>(q, nd)?;
             for (&v, x) in ids.iter().zip(&vals) {
                 out[v as usize] = prog.output(x);
@@ -558,7 +462,6 @@ impl<'s> ExternalEngine<'s> {
         self.stats.read_requests = io.read_requests;
         self.stats.bytes_written = io.bytes_written;
         self.stats.write_requests = io.write_requests;
-        let _ = t0;
         Ok(out)
     }
 
@@ -746,7 +649,7 @@ impl<'s> ExternalEngine<'s> {
                         ),
                     }));
                 }
-                let ids: Vec<u32> = read_section(&self.layout.dests[qu], 0, nd)?;
+                let ids: Vec<u32> = read_at(&self.layout.dests[qu], 0, nd)?;
                 return Err(EngineError::BadEdge {
                     program: prog.name(),
                     u,
@@ -764,7 +667,7 @@ impl<'s> ExternalEngine<'s> {
         }
         let tio = Instant::now();
         let (mut vals, mut eps) = st.read_dests::<P::V>(q, nd)?;
-        let degs: Vec<u32> = read_section(&self.layout.dests[qu], 4 * nd, nd)?;
+        let degs: Vec<u32> = read_at(&self.layout.dests[qu], 4 * nd, nd)?;
         stats.dest_bytes_read += nd * (std::mem::size_of::<P::V>() as u64 + 12);
         stats.io_seconds += tio.elapsed().as_secs_f64();
         // The threads' accumulators, combined in thread order.
@@ -828,151 +731,6 @@ impl<'s> ExternalEngine<'s> {
         let job = MirrorJob::new(prog, q, it, &vals, &eps, &degs);
         Ok((active, active_sources, job))
     }
-
-    /// Writes partition `job.p`'s messages to its mirrors' slot `it % 2` (both
-    /// slots at iteration 0), the entries the job marks as needed.
-    fn mirror_update(&self, st: &Scratch, job: &MirrorJob, buf_bytes: u64) -> Result<MirrorDone> {
-        let t = Instant::now();
-        let k = self.layout.partitions() as usize;
-        let rec = &self.layout.record;
-        let (p, it) = (job.p, job.it);
-        let nd = rec.dests[p as usize];
-        if job.recs.len() as u64 != nd {
-            debug_assert!(job.recs.is_empty() && it > 0);
-            return Ok(MirrorDone {
-                bytes: 0,
-                writes: 0,
-                seconds: 0.0,
-            });
-        }
-        let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
-        let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
-        // Per target partition: the pending run (first position, entries) and the
-        // unchanged entries seen since its last changed one.
-        let mut pending: Vec<(u64, Vec<MirrorRec>)> = vec![(0, Vec::new()); k];
-        let mut tail: Vec<Vec<MirrorRec>> = vec![Vec::new(); k];
-        let mut bytes = 0u64;
-        let mut writes = 0u64;
-        let mut flush = |q: usize, run: &mut (u64, Vec<MirrorRec>)| -> Result<()> {
-            if run.1.is_empty() {
-                return Ok(());
-            }
-            let nm = rec.mirrors[q];
-            for &s in slots {
-                st.mirrors
-                    .write_pod(st.mirror_base[q] + (s * nm + run.0) * 8, &run.1)?;
-                bytes += run.1.len() as u64 * 8;
-                writes += 1;
-            }
-            run.1.clear();
-            Ok(())
-        };
-        let mut m0 = 0u64;
-        while m0 < nd {
-            let c = (nd - m0).min(MASK_CHUNK);
-            let masks: Vec<u64> = read_at(&self.layout.mirrors[p as usize], 8 * m0, c)?;
-            for (j, &mask) in masks.iter().enumerate() {
-                let i = (m0 as usize) + j;
-                if mask == 0 {
-                    continue;
-                }
-                let r = job.recs[i];
-                let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
-                let mut bits = mask;
-                while bits != 0 {
-                    let q = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let at = pos[q];
-                    pos[q] += 1;
-                    if job.narrow && r >> 32 == it {
-                        // Reads as active in it + 1: its block is not skipped.
-                        for &s in slots {
-                            st.touched[q][s as usize].set((at / MBLOCK) as u32);
-                        }
-                    }
-                    if needed {
-                        let run = &mut pending[q];
-                        if run.1.is_empty() {
-                            run.0 = at;
-                        } else {
-                            run.1.append(&mut tail[q]);
-                        }
-                        run.1.push(r);
-                        if run.1.len() as u64 * 8 >= buf_bytes {
-                            flush(q, run)?;
-                        }
-                    } else if !pending[q].1.is_empty() {
-                        tail[q].push(r);
-                        if tail[q].len() > MIRROR_GAP {
-                            flush(q, &mut pending[q])?;
-                            tail[q].clear();
-                        }
-                    }
-                }
-            }
-            m0 += c;
-        }
-        for (q, run) in pending.iter_mut().enumerate() {
-            flush(q, run)?;
-        }
-        for (q, &end) in pos.iter().enumerate() {
-            if end != self.layout.segment(q as u32, p + 1) {
-                return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
-                    file: self
-                        .store
-                        .dir()
-                        .join(outcore_store::vpart::file_name(p, "mirrors")),
-                    reason: format!(
-                        "its masks name {} mirrors in partition {q}, the index {}",
-                        end - self.layout.segment(q as u32, p),
-                        self.layout.segment(q as u32, p + 1) - self.layout.segment(q as u32, p)
-                    ),
-                }));
-            }
-        }
-        Ok(MirrorDone {
-            bytes,
-            writes,
-            seconds: t.elapsed().as_secs_f64(),
-        })
-    }
-}
-
-/// Compensated (Neumaier) sums of aggregates, so their totals hardly depend on
-/// the order vertices are visited in (partition order here, id order elsewhere).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Sums {
-    sum: Aggregates,
-    comp: Aggregates,
-}
-
-impl Sums {
-    fn add_one(&mut self, i: usize, x: f64) {
-        let s = self.sum[i];
-        let t = s + x;
-        self.comp[i] += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        self.sum[i] = t;
-    }
-    pub fn add(&mut self, a: &Aggregates) {
-        for (i, &x) in a.iter().enumerate() {
-            if x != 0.0 {
-                self.add_one(i, x);
-            }
-        }
-    }
-    pub fn merge(&mut self, o: &Sums) {
-        for i in 0..4 {
-            self.add_one(i, o.sum[i]);
-            self.add_one(i, o.comp[i]);
-        }
-    }
-    pub fn total(&self) -> Aggregates {
-        std::array::from_fn(|i| self.sum[i] + self.comp[i])
-    }
 }
 
 impl crate::program::ProgramRunner for ExternalEngine<'_> {
@@ -982,12 +740,6 @@ impl crate::program::ProgramRunner for ExternalEngine<'_> {
     fn iterations(&self) -> u64 {
         self.stats.iterations
     }
-}
-
-fn add_mirror(stats: &mut ExternalStats, d: &MirrorDone) {
-    stats.mirror_update_bytes += d.bytes;
-    stats.mirror_update_writes += d.writes;
-    stats.mirror_update_seconds += d.seconds;
 }
 
 struct Scratch<'a> {
@@ -1019,16 +771,6 @@ impl Scratch<'_> {
             .read_pod(b + n * std::mem::size_of::<V>() as u64, &mut eps)?;
         Ok((vals, eps))
     }
-}
-
-/// `count` values of `T` at payload byte `offset`.
-fn read_at<T: bytemuck::Pod>(lf: &LayoutFile, offset: u64, count: u64) -> Result<Vec<T>> {
-    let mut v: Vec<T> = vec![T::zeroed(); count as usize];
-    lf.read_payload(offset, bytemuck::cast_slice_mut(&mut v))?;
-    Ok(v)
-}
-fn read_section<T: bytemuck::Pod>(lf: &LayoutFile, offset: u64, count: u64) -> Result<Vec<T>> {
-    read_at(lf, offset, count)
 }
 
 /// A window of edge records read from a partition's edge file.
@@ -1114,70 +856,4 @@ fn shares(parts: &[(u32, u64, u64)], edges: u64, t: usize) -> Vec<usize> {
         cuts.push(parts.len());
     }
     cuts
-}
-
-/// A partition's mirror update, ready to run beside the next partition: each
-/// destination's mirror entry and whether it must be written (1 bit).
-struct MirrorJob {
-    p: u32,
-    it: u64,
-    narrow: bool,
-    recs: Vec<MirrorRec>,
-    needed: Vec<u64>,
-}
-
-impl MirrorJob {
-    /// A partition whose destinations did not change: nothing to write.
-    fn idle(p: u32, it: u64) -> MirrorJob {
-        MirrorJob {
-            p,
-            it,
-            narrow: false,
-            recs: Vec::new(),
-            needed: Vec::new(),
-        }
-    }
-    fn new<P: EdgeProgram>(
-        prog: &P,
-        p: u32,
-        it: u64,
-        vals: &[P::V],
-        eps: &[Epochs],
-        degs: &[u32],
-    ) -> MirrorJob {
-        let narrow = prog.narrow_messages();
-        let need_from = (it.saturating_sub(1)).max(1) as u32;
-        let mut needed = vec![0u64; vals.len().div_ceil(64)];
-        let recs = (0..vals.len())
-            .map(|i| {
-                // A narrow program's message is read only in the iteration after
-                // its source's activation, so only entries activated now need
-                // writing (an older entry in this slot never reads as active: its
-                // epoch is below it - 1); a wide one's, when the message changed
-                // since the slot was last written (iteration it - 2).
-                let need = it == 0
-                    || if narrow {
-                        eps[i][0] == it as u32
-                    } else {
-                        eps[i][1] >= need_from
-                    };
-                needed[i / 64] |= (need as u64) << (i % 64);
-                mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0])
-            })
-            .collect();
-        MirrorJob {
-            p,
-            it,
-            narrow,
-            recs,
-            needed,
-        }
-    }
-}
-
-/// What a mirror update wrote.
-struct MirrorDone {
-    bytes: u64,
-    writes: u64,
-    seconds: f64,
 }

@@ -1,0 +1,197 @@
+//! Mirror updates (FAST'19 §4.3, Figures 5 and 6): a processed partition's new
+//! messages written to the contiguous segments of the source tables that mirror
+//! its destinations — see the module docs of [`super`] for which entries are
+//! written and why.
+
+use super::plan::{MASK_CHUNK, MBLOCK, MIRROR_GAP};
+use super::{mirror_record, read_at, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
+use crate::error::{EngineError, Result};
+use crate::program::EdgeProgram;
+use std::time::Instant;
+
+impl ExternalEngine<'_> {
+    /// Writes partition `job.p`'s messages to its mirrors' slot `it % 2` (both
+    /// slots at iteration 0), the entries the job marks as needed.
+    pub(super) fn mirror_update(
+        &self,
+        st: &Scratch,
+        job: &MirrorJob,
+        buf_bytes: u64,
+    ) -> Result<MirrorDone> {
+        let t = Instant::now();
+        let k = self.layout.partitions() as usize;
+        let rec = &self.layout.record;
+        let (p, it) = (job.p, job.it);
+        let nd = rec.dests[p as usize];
+        if job.recs.len() as u64 != nd {
+            debug_assert!(job.recs.is_empty() && it > 0);
+            return Ok(MirrorDone {
+                bytes: 0,
+                writes: 0,
+                seconds: 0.0,
+            });
+        }
+        let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
+        let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
+        // Per target partition: the pending run (first position, entries) and the
+        // unchanged entries seen since its last changed one.
+        let mut pending: Vec<(u64, Vec<MirrorRec>)> = vec![(0, Vec::new()); k];
+        let mut tail: Vec<Vec<MirrorRec>> = vec![Vec::new(); k];
+        let mut bytes = 0u64;
+        let mut writes = 0u64;
+        let mut flush = |q: usize, run: &mut (u64, Vec<MirrorRec>)| -> Result<()> {
+            if run.1.is_empty() {
+                return Ok(());
+            }
+            let nm = rec.mirrors[q];
+            for &s in slots {
+                st.mirrors
+                    .write_pod(st.mirror_base[q] + (s * nm + run.0) * 8, &run.1)?;
+                bytes += run.1.len() as u64 * 8;
+                writes += 1;
+            }
+            run.1.clear();
+            Ok(())
+        };
+        let mut m0 = 0u64;
+        while m0 < nd {
+            let c = (nd - m0).min(MASK_CHUNK);
+            let masks: Vec<u64> = read_at(&self.layout.mirrors[p as usize], 8 * m0, c)?;
+            for (j, &mask) in masks.iter().enumerate() {
+                let i = (m0 as usize) + j;
+                if mask == 0 {
+                    continue;
+                }
+                let r = job.recs[i];
+                let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
+                let mut bits = mask;
+                while bits != 0 {
+                    let q = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let at = pos[q];
+                    pos[q] += 1;
+                    if job.narrow && r >> 32 == it {
+                        // Reads as active in it + 1: its block is not skipped.
+                        for &s in slots {
+                            st.touched[q][s as usize].set((at / MBLOCK) as u32);
+                        }
+                    }
+                    if needed {
+                        let run = &mut pending[q];
+                        if run.1.is_empty() {
+                            run.0 = at;
+                        } else {
+                            run.1.append(&mut tail[q]);
+                        }
+                        run.1.push(r);
+                        if run.1.len() as u64 * 8 >= buf_bytes {
+                            flush(q, run)?;
+                        }
+                    } else if !pending[q].1.is_empty() {
+                        tail[q].push(r);
+                        if tail[q].len() > MIRROR_GAP {
+                            flush(q, &mut pending[q])?;
+                            tail[q].clear();
+                        }
+                    }
+                }
+            }
+            m0 += c;
+        }
+        for (q, run) in pending.iter_mut().enumerate() {
+            flush(q, run)?;
+        }
+        for (q, &end) in pos.iter().enumerate() {
+            if end != self.layout.segment(q as u32, p + 1) {
+                return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
+                    file: self
+                        .store
+                        .dir()
+                        .join(outcore_store::vpart::file_name(p, "mirrors")),
+                    reason: format!(
+                        "its masks name {} mirrors in partition {q}, the index {}",
+                        end - self.layout.segment(q as u32, p),
+                        self.layout.segment(q as u32, p + 1) - self.layout.segment(q as u32, p)
+                    ),
+                }));
+            }
+        }
+        Ok(MirrorDone {
+            bytes,
+            writes,
+            seconds: t.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// A partition's mirror update, ready to run beside the next partition: each
+/// destination's mirror entry and whether it must be written (1 bit).
+pub(super) struct MirrorJob {
+    p: u32,
+    it: u64,
+    narrow: bool,
+    recs: Vec<MirrorRec>,
+    needed: Vec<u64>,
+}
+
+impl MirrorJob {
+    /// A partition whose destinations did not change: nothing to write.
+    pub(super) fn idle(p: u32, it: u64) -> MirrorJob {
+        MirrorJob {
+            p,
+            it,
+            narrow: false,
+            recs: Vec::new(),
+            needed: Vec::new(),
+        }
+    }
+    pub(super) fn new<P: EdgeProgram>(
+        prog: &P,
+        p: u32,
+        it: u64,
+        vals: &[P::V],
+        eps: &[Epochs],
+        degs: &[u32],
+    ) -> MirrorJob {
+        let narrow = prog.narrow_messages();
+        let need_from = (it.saturating_sub(1)).max(1) as u32;
+        let mut needed = vec![0u64; vals.len().div_ceil(64)];
+        let recs = (0..vals.len())
+            .map(|i| {
+                // A narrow program's message is read only in the iteration after
+                // its source's activation, so only entries activated now need
+                // writing (an older entry in this slot never reads as active: its
+                // epoch is below it - 1); a wide one's, when the message changed
+                // since the slot was last written (iteration it - 2).
+                let need = it == 0
+                    || if narrow {
+                        eps[i][0] == it as u32
+                    } else {
+                        eps[i][1] >= need_from
+                    };
+                needed[i / 64] |= (need as u64) << (i % 64);
+                mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0])
+            })
+            .collect();
+        MirrorJob {
+            p,
+            it,
+            narrow,
+            recs,
+            needed,
+        }
+    }
+}
+
+/// What a mirror update wrote.
+pub(super) struct MirrorDone {
+    bytes: u64,
+    writes: u64,
+    seconds: f64,
+}
+
+pub(super) fn add_mirror(stats: &mut ExternalStats, d: &MirrorDone) {
+    stats.mirror_update_bytes += d.bytes;
+    stats.mirror_update_writes += d.writes;
+    stats.mirror_update_seconds += d.seconds;
+}

@@ -1,0 +1,106 @@
+//! The external engine's memory plan (what `--memory` pays for, module docs of
+//! [`super`]) and its per-request I/O cost model.
+
+use outcore_io::DeviceProfile;
+
+/// Unchanged mirror entries rewritten rather than starting a new write.
+pub(super) const MIRROR_GAP: usize = 512;
+/// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
+/// at most one active-source and one window-part entry (24 each).
+pub(super) const CHUNK_ENTRY_BYTES: u64 = 64;
+/// Source-table entries per block: the unit of skipping (chunks are whole blocks).
+pub(super) const MBLOCK: u64 = 4096;
+/// Destinations whose mirror masks are read at a time.
+pub(super) const MASK_CHUNK: u64 = 1 << 13;
+
+/// Fixed allowance for the process (code, stacks, small tables).
+pub const FIXED_BYTES: u64 = 8 << 20;
+/// Mirror-update buffer per partition: a sixteenth of the budget shared by the
+/// partitions, between 4 and 256 KiB.
+pub fn mirror_buffer(memory: u64, partitions: u32) -> u64 {
+    (memory / 16 / partitions.max(1) as u64).clamp(4 << 10, 256 << 10)
+}
+
+/// The memory a layout needs under a budget.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Plan {
+    pub mirror_buffer: u64,
+    pub dest_memory: u64,
+    pub chunk_memory: u64,
+    pub chunk_entries: u64,
+    pub window_edges: u64,
+}
+
+/// Plans memory for `layout` under `memory` with `bytes_per_vertex` per destination.
+pub fn plan(
+    record: &outcore_store::vpart::VpartRecord,
+    memory: u64,
+    bytes_per_vertex: u64,
+    edge_bytes: u64,
+    threads: usize,
+) -> std::result::Result<Plan, String> {
+    let k = record.partitions as u64;
+    let mirror_buf = mirror_buffer(memory, record.partitions);
+    let fixed = FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8;
+    // Per destination: the program's bytes, one more accumulator per extra thread,
+    // and two mirror jobs (this partition's and the previous one's, in flight:
+    // 8 bytes and a bit each).
+    let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + 17;
+    let dest = record.max_dests() * per_dest;
+    let min_chunk = 512u64 << 10;
+    let left = memory.saturating_sub(fixed + dest);
+    if left < min_chunk {
+        return Err(format!(
+            "the largest of {k} partitions holds {} destinations ({} at {per_dest} bytes each); with {} fixed and {} of chunk buffers that needs {}, more than --memory {}",
+            record.max_dests(),
+            outcore_io::format_bytes(dest),
+            outcore_io::format_bytes(fixed),
+            outcore_io::format_bytes(min_chunk),
+            outcore_io::format_bytes(fixed + dest + min_chunk),
+            outcore_io::format_bytes(memory)
+        ));
+    }
+    let chunk = left.min(64 << 20);
+    let per_edge = edge_bytes;
+    Ok(Plan {
+        mirror_buffer: mirror_buf,
+        dest_memory: dest,
+        chunk_memory: chunk,
+        chunk_entries: (chunk / 2 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK,
+        window_edges: (chunk / 2 / per_edge).max(1024),
+    })
+}
+
+/// The smallest `--memory` under which [`plan`] accepts `record`.
+pub fn min_memory(
+    record: &outcore_store::vpart::VpartRecord,
+    bytes_per_vertex: u64,
+    edge_bytes: u64,
+    threads: usize,
+) -> u64 {
+    let (mut lo, mut hi) = (1u64, 1u64 << 44);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if plan(record, mid, bytes_per_vertex, edge_bytes, threads).is_ok() {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// Per-request cost model: (latency seconds, bytes per second).
+pub(super) fn device_costs() -> (f64, f64) {
+    match DeviceProfile::find() {
+        Ok(Some(p)) => {
+            let seq = p.seq_read_bw().max(1.0);
+            let lat = p
+                .random_read_bw_at(4096, 1)
+                .map(|r| (4096.0 / r.max(1.0) - 4096.0 / seq).max(1e-6))
+                .unwrap_or(1e-4);
+            (lat, seq)
+        }
+        _ => (1e-4, 500e6),
+    }
+}
