@@ -415,7 +415,7 @@ def test_vertex_wcc_matches_scipy(name, order, work):
 def small_kron(work):
     """Kronecker scale 9, duplicates dropped (networkx keeps one edge per pair)."""
     src = work / "kron9.bin32"
-    outcore("generate", "kronecker", "--scale", 9, "--edge-factor", 8, "--seed", 4, "-o", src)
+    outcore("generate", "kronecker", "--scale", 9, "--edge-factor", 8, "--seed", 4, "-o", src, "--force")
     store = work / "kron9.store"
     outcore("ingest", src, "-o", store, "--force", "--dedup", "--vertices", 512, "--order", "norder")
     raw = np.fromfile(src, dtype=[("u", "<u4"), ("v", "<u4")])

@@ -192,7 +192,8 @@ pub fn prepare_stores(
                 }
                 let mut g = vec!["generate".to_string()];
                 g.extend(gen.iter().cloned());
-                g.extend(["-o".into(), input.display().to_string()]);
+                // The harness owns this input (left behind only by a killed run).
+                g.extend(["-o".into(), input.display().to_string(), "--force".into()]);
                 event(Event::Preparing(&s.name, &g));
                 run_tool(exe, &g, &format!("generating store {}", s.name))?;
                 let a = ingest_args(&input, args);

@@ -42,15 +42,19 @@ pub struct RunArgs {
     /// Block order.
     #[arg(long, value_enum, default_value_t = OrderArg::Row)]
     pub order: OrderArg,
-    /// Write the result here (one `id value` line per vertex, ascending id).
+    /// Write the result here (one `id value` line per vertex, ascending id); `-` is
+    /// standard output. The format follows the extension (.npy, .bin, .csv, else
+    /// text) unless --out-format is given. An existing device or FIFO is written in
+    /// place; a regular file is replaced atomically.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
-    pub out_format: OutFormat,
+    /// The result's format (default: from the --out extension).
+    #[arg(long, value_enum)]
+    pub out_format: Option<OutFormat>,
     /// Check the result independently (Graph500 rules, union-find, ...).
     #[arg(long)]
     pub verify: bool,
-    /// Write run statistics as JSON here.
+    /// Write run statistics as JSON here (`-`: standard output).
     #[arg(long)]
     pub stats: Option<PathBuf>,
     /// Directory for mapped vertex arrays and sort runs (default: the store).
@@ -116,7 +120,7 @@ impl RunArgs {
             parents: false,
             order: OrderArg::Row,
             out: None,
-            out_format: OutFormat::Text,
+            out_format: None,
             verify: true,
             stats: None,
             work_dir: None,
@@ -144,6 +148,8 @@ pub enum OutFormat {
     Bin,
     /// A NumPy .npy file of a structured array with fields `id` and `value`.
     Npy,
+    /// Comma-separated `id,value` lines after an `id,value` header.
+    Csv,
 }
 
 pub(crate) fn parse_size_arg(s: &str) -> std::result::Result<u64, String> {

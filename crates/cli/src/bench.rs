@@ -90,7 +90,8 @@ pub fn cmd_limit(a: LimitArgs) -> Result<()> {
             "signal": o.signal,
             "evicted_files": evicted,
         });
-        std::fs::write(path, format!("{json:#}\n"))
+        outcore_io::ResultFile::prepare(path)
+            .and_then(|rf| rf.write_all(format!("{json:#}\n").as_bytes()))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     match o.exit_code {

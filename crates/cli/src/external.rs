@@ -4,7 +4,7 @@
 //! when the budget needs it, `--explain`, and the run itself.
 
 use crate::args::{EdgeReadsArg, EngineArg, RunArgs};
-use crate::output::{os_io, write_output};
+use crate::output::{os_io, Outputs};
 use crate::progress::peak_memory;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -220,6 +220,7 @@ pub fn run(
     params: Params,
     choice: Choice,
     start: Instant,
+    mut outputs: Outputs,
 ) -> Result<()> {
     let name = if choice.engine == EngineArg::Sortreduce {
         "sort-reduce"
@@ -274,7 +275,18 @@ pub fn run(
         );
         let stats = serde_json::json!({ "engine": es });
         return finish(
-            &a, &store, algo, &params, result, &choice, name, run_secs, start, stats, line,
+            &a,
+            &store,
+            algo,
+            &params,
+            result,
+            &choice,
+            name,
+            run_secs,
+            start,
+            stats,
+            line,
+            &mut outputs,
         );
     }
     let bpv = external_bytes_per_vertex(algo);
@@ -378,7 +390,18 @@ pub fn run(
     );
     let stats = serde_json::json!({ "partitioned": built, "vpart": rec, "engine": es });
     finish(
-        &a, &store, algo, &params, result, &choice, name, run_secs, start, stats, line,
+        &a,
+        &store,
+        algo,
+        &params,
+        result,
+        &choice,
+        name,
+        run_secs,
+        start,
+        stats,
+        line,
+        &mut outputs,
     )
 }
 
@@ -396,6 +419,7 @@ fn finish(
     start: Instant,
     engine_stats: serde_json::Value,
     line: String,
+    outputs: &mut Outputs,
 ) -> Result<()> {
     let verified = if a.verify {
         let t = Instant::now();
@@ -406,12 +430,9 @@ fn finish(
         None
     };
     let ids = store.id_map()?;
-    if let Some(out) = &a.out {
-        write_output(out, a.out_format, &result.output, &ids, a.parents)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    outputs.write_result(&result.output, &ids, a.parents)?;
     let peak = peak_memory();
-    if let Some(path) = &a.stats {
+    if outputs.stats.is_some() {
         let mut j = serde_json::json!({
             "algorithm": algo.name(),
             "store": a.store,
@@ -431,8 +452,7 @@ fn finish(
         if let (Some(o), serde_json::Value::Object(e)) = (j.as_object_mut(), engine_stats) {
             o.extend(e);
         }
-        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        outputs.write_stats(&j)?;
     }
     eprintln!(
         "{}: {} in {:.2}s on the {name} engine ({}), {line}{}",

@@ -2,7 +2,7 @@
 //! (GraphCP's engine, `outcore_engine::jobs`).
 
 use crate::args::OutFormat;
-use crate::output::write_output;
+use crate::output::{prepare_output, write_output, Outputs};
 use crate::progress::peak_memory;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -61,7 +61,7 @@ pub struct JobsArgs {
     /// Read the store with O_DIRECT.
     #[arg(long)]
     direct: bool,
-    /// Write one result file per job here: job-N-ALGO.{txt,bin,npy}.
+    /// Write one result file per job here: job-N-ALGO.{txt,bin,npy,csv}.
     #[arg(long)]
     out_dir: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
@@ -69,7 +69,7 @@ pub struct JobsArgs {
     /// Check every job's result independently.
     #[arg(long)]
     verify: bool,
-    /// Write per-job and shared statistics as JSON.
+    /// Write per-job and shared statistics as JSON (`-`: standard output).
     #[arg(long)]
     stats: Option<PathBuf>,
 }
@@ -140,6 +140,22 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     } else {
         ReadMode::Buffered
     };
+    // Result and statistics paths are checked before any work.
+    let mut results = Vec::new();
+    if let Some(d) = &a.out_dir {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        let ext = match a.out_format {
+            OutFormat::Text => "txt",
+            OutFormat::Bin => "bin",
+            OutFormat::Npy => "npy",
+            OutFormat::Csv => "csv",
+        };
+        for (k, spec) in specs.iter().enumerate() {
+            let path = d.join(format!("job-{k}-{}.{ext}", spec.algo.name()));
+            results.push(Some(prepare_output(&path, &a.store)?));
+        }
+    }
+    let mut outputs = Outputs::prepare(None, None, a.stats.as_deref(), &a.store)?;
     let store = Store::open_with(&a.store, mode, stats)
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = Arc::new(store.id_map()?);
@@ -147,9 +163,6 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let profile = DeviceProfile::load_or_find(a.profile.as_deref())?;
     if profile.is_none() && a.io_mode == IoMode::Auto {
         eprintln!("jobs: no device profile (outcore calibrate DIR --save); the cost model assumes 500 MB/s sequential, 50 MB/s random");
-    }
-    if let Some(d) = &a.out_dir {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
     let cfg = JobsConfig {
         memory: a.memory,
@@ -197,15 +210,10 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         } else {
             None
         };
-        if let Some(d) = &a.out_dir {
-            let ext = match a.out_format {
-                OutFormat::Text => "txt",
-                OutFormat::Bin => "bin",
-                OutFormat::Npy => "npy",
-            };
-            let path = d.join(format!("job-{k}-{}.{ext}", spec.algo.name()));
-            write_output(&path, a.out_format, &run.output, &ids, false)
-                .with_context(|| format!("writing {}", path.display()))?;
+        if let Some(rf) = results.get_mut(k).and_then(Option::take) {
+            let shown = rf.shown().display().to_string();
+            write_output(rf, a.out_format, &run.output, &ids, false)
+                .with_context(|| format!("writing {shown}"))?;
         }
         eprintln!(
             "job {k} ({}): {} in {} iterations, {} edges processed",
@@ -222,7 +230,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     }
     let secs = start.elapsed().as_secs_f64();
     let peak = peak_memory();
-    if let Some(path) = &a.stats {
+    if outputs.stats.is_some() {
         let j = serde_json::json!({
             "store": a.store,
             "jobs": per_job,
@@ -234,8 +242,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
             "seconds": secs,
             "peak_rss_bytes": peak,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        outputs.write_stats(&j)?;
     }
     if es.jobs.is_empty() {
         bail!("no jobs ran");

@@ -87,6 +87,9 @@ struct GenCommon {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Replace an existing output file.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Subcommand)]
@@ -217,9 +220,27 @@ struct ExampleArgs {
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
-        eprintln!("outcore: error: {e:#}");
+        eprintln!("outcore: error: {}", error_text(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes joined by ": ", each said once: a cause whose text
+/// already ends the message (an I/O error that names its OS error, wrapped by
+/// one that shows it again) is not repeated.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.ends_with(&c) || text.contains(&format!("{c}: ")) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
 }
 
 pub(crate) fn set_threads(n: Option<usize>) -> Result<()> {
@@ -283,8 +304,22 @@ fn cmd_generate(kind: GenKindArg) -> Result<()> {
     let start = Instant::now();
     let bar = progress::counter("generate", opts.kind.edges(), "edges");
     let stats = IoStats::new();
-    let r = generate(&opts, &common.out, stats.clone(), &|d| bar.set_position(d))
+    if common.out.as_os_str() == "-" {
+        bail!("generate writes a file: give -o a path, not -");
+    }
+    if std::fs::metadata(&common.out).is_ok_and(|m| m.is_file()) && !common.force {
+        bail!(
+            "{} exists; pass --force to replace it",
+            common.out.display()
+        );
+    }
+    // A regular file is written beside the target and renamed over it when whole;
+    // a device or FIFO is written in place.
+    let target = outcore_io::ResultFile::prepare(&common.out)?;
+    let path = target.path_to_write().expect("not stdout").to_path_buf();
+    let r = generate(&opts, &path, stats.clone(), &|d| bar.set_position(d))
         .with_context(|| format!("generating {}", common.out.display()))?;
+    target.commit()?;
     bar.finish_and_clear();
     eprintln!(
         "generated {} vertices, {} edges into {} in {:.2} s ({} written)",
@@ -533,6 +568,7 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
             weighted: false,
             text: false,
             threads: None,
+            force: true,
         },
     })?;
     eprintln!(

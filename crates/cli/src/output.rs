@@ -4,8 +4,8 @@
 use crate::args::OutFormat;
 use anyhow::{bail, Context, Result};
 use outcore_algos::Output;
+use outcore_io::ResultFile;
 use outcore_store::IdMap;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// The dense id of `--root` (0 when the algorithm takes none).
@@ -118,8 +118,101 @@ fn dtype(c: &Cell) -> &'static str {
     }
 }
 
+/// The format `--out PATH` is written in: `--out-format` when given, else by the
+/// extension (`.npy`, `.bin`, `.csv`; anything else, and standard output, is text).
+pub(crate) fn out_format(path: &Path, flag: Option<OutFormat>) -> OutFormat {
+    if let Some(f) = flag {
+        return f;
+    }
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("npy") => OutFormat::Npy,
+        Some("bin") => OutFormat::Bin,
+        Some("csv") => OutFormat::Csv,
+        _ => OutFormat::Text,
+    }
+}
+
+/// Checks a result path before any work: its directory exists and is writable
+/// (the hidden temporary is created now), and it is not inside the store being
+/// read (a result written there could replace one of the store's own files).
+pub(crate) fn prepare_output(path: &Path, store: &Path) -> Result<ResultFile> {
+    let rf = ResultFile::prepare(path)?;
+    if let (Some(real), Ok(store_dir)) = (rf.real_path(), std::fs::canonicalize(store)) {
+        let parent = match real.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(dir) = std::fs::canonicalize(parent) {
+            if dir.starts_with(&store_dir) {
+                bail!(
+                    "refusing to write {} inside the store {} being read; choose a path outside it",
+                    path.display(),
+                    store.display()
+                );
+            }
+        }
+    }
+    Ok(rf)
+}
+
+/// The result and statistics targets of a run, checked before it starts.
+#[derive(Default)]
+pub(crate) struct Outputs {
+    pub result: Option<(ResultFile, OutFormat)>,
+    pub stats: Option<ResultFile>,
+}
+
+impl Outputs {
+    /// Prepares `--out` and `--stats` (both may be `-`, not both).
+    pub(crate) fn prepare(
+        out: Option<&Path>,
+        fmt: Option<OutFormat>,
+        stats: Option<&Path>,
+        store: &Path,
+    ) -> Result<Outputs> {
+        if let (Some(o), Some(s)) = (out, stats) {
+            if o.as_os_str() == "-" && s.as_os_str() == "-" {
+                bail!("--out - and --stats - would mix the result and the statistics on standard output; send one of them to a file");
+            }
+        }
+        let result = match out {
+            Some(p) => Some((prepare_output(p, store)?, out_format(p, fmt))),
+            None => None,
+        };
+        let stats = match stats {
+            Some(p) => Some(prepare_output(p, store)?),
+            None => None,
+        };
+        Ok(Outputs { result, stats })
+    }
+
+    /// Writes the result (when `--out` was given).
+    pub(crate) fn write_result(&mut self, out: &Output, ids: &IdMap, parents: bool) -> Result<()> {
+        if let Some((rf, fmt)) = self.result.take() {
+            let shown = rf.shown().display().to_string();
+            write_output(rf, fmt, out, ids, parents)
+                .with_context(|| format!("writing the result to {shown}"))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the statistics (when `--stats` was given).
+    pub(crate) fn write_stats(&mut self, j: &serde_json::Value) -> Result<()> {
+        if let Some(rf) = self.stats.take() {
+            let text = serde_json::to_string_pretty(j)? + "\n";
+            rf.write_all(text.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn write_output(
-    path: &Path,
+    rf: ResultFile,
     fmt: OutFormat,
     out: &Output,
     ids: &IdMap,
@@ -130,55 +223,60 @@ pub(crate) fn write_output(
         Output::Labels(a) | Output::Flags(a) => a.len(),
         Output::Values(a) => a.len(),
     };
-    let tmp = path.with_extension("partial");
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    if fmt == OutFormat::Npy {
-        let (c0, p0) = if n > 0 {
-            cells(out, ids, None, 0, parents)
-        } else {
-            (Cell::F(0.0), None)
-        };
-        let mut descr = format!("[('id', '<u8'), ('value', '{}')", dtype(&c0));
-        if let Some(p) = &p0 {
-            descr += &format!(", ('parent', '{}')", dtype(p));
-        }
-        descr += "]";
-        let mut header = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': ({n},), }}");
-        let total = 10 + header.len() + 1;
-        header += &" ".repeat((64 - total % 64) % 64);
-        header.push('\n');
-        w.write_all(b"\x93NUMPY\x01\x00")?;
-        w.write_all(&(header.len() as u16).to_le_bytes())?;
-        w.write_all(header.as_bytes())?;
-    }
     // Ascending user ids: dense order, unless the store was relabelled.
     let labels = user_labels(out, ids);
     let order = ids.user_order();
-    for k in 0..n {
-        let v = order.map_or(k, |o| o[k] as usize);
-        let id = ids.to_user(v as u32);
-        let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
-        match fmt {
-            OutFormat::Text => {
-                write!(w, "{id} {}", text(&c, out))?;
-                if let Some(p) = &p {
-                    write!(w, " {}", text(p, out))?;
-                }
-                w.write_all(b"\n")?;
+    rf.write_with(|w| {
+        if fmt == OutFormat::Npy {
+            let (c0, p0) = if n > 0 {
+                cells(out, ids, None, 0, parents)
+            } else {
+                (Cell::F(0.0), None)
+            };
+            let mut descr = format!("[('id', '<u8'), ('value', '{}')", dtype(&c0));
+            if let Some(p) = &p0 {
+                descr += &format!(", ('parent', '{}')", dtype(p));
             }
-            OutFormat::Bin | OutFormat::Npy => {
-                w.write_all(&id.to_le_bytes())?;
-                w.write_all(&raw(&c))?;
-                if let Some(p) = &p {
-                    w.write_all(&raw(p))?;
+            descr += "]";
+            let mut header =
+                format!("{{'descr': {descr}, 'fortran_order': False, 'shape': ({n},), }}");
+            let total = 10 + header.len() + 1;
+            header += &" ".repeat((64 - total % 64) % 64);
+            header.push('\n');
+            w.write_all(b"\x93NUMPY\x01\x00")?;
+            w.write_all(&(header.len() as u16).to_le_bytes())?;
+            w.write_all(header.as_bytes())?;
+        }
+        if fmt == OutFormat::Csv {
+            w.write_all(if parents {
+                b"id,value,parent\n"
+            } else {
+                b"id,value\n"
+            })?;
+        }
+        for k in 0..n {
+            let v = order.map_or(k, |o| o[k] as usize);
+            let id = ids.to_user(v as u32);
+            let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
+            match fmt {
+                OutFormat::Text | OutFormat::Csv => {
+                    let sep = if fmt == OutFormat::Csv { ',' } else { ' ' };
+                    write!(w, "{id}{sep}{}", text(&c, out))?;
+                    if let Some(p) = &p {
+                        write!(w, "{sep}{}", text(p, out))?;
+                    }
+                    w.write_all(b"\n")?;
+                }
+                OutFormat::Bin | OutFormat::Npy => {
+                    w.write_all(&id.to_le_bytes())?;
+                    w.write_all(&raw(&c))?;
+                    if let Some(p) = &p {
+                        w.write_all(&raw(p))?;
+                    }
                 }
             }
         }
-    }
-    let file = w.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)?;
+        Ok(())
+    })?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! the user's ids, `--verify`, `--stats`, progress and the closing summary.
 
 pub use crate::args::{EngineArg, OrderArg, RunArgs};
-use crate::output::{os_io, resolve_root, write_output};
+use crate::output::{os_io, resolve_root, Outputs};
 use crate::progress::peak_memory;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -30,8 +30,14 @@ impl StreamObserver for Bars {
 }
 
 pub fn cmd_run(a: RunArgs) -> Result<()> {
+    // Result and statistics paths are checked before any work.
+    let mut outputs = if a.explain {
+        Outputs::default()
+    } else {
+        Outputs::prepare(a.out.as_deref(), a.out_format, a.stats.as_deref(), &a.store)?
+    };
     if a.engine == Some(EngineArg::Vertex) {
-        return crate::vertex::cmd_run_vertex(a);
+        return crate::vertex::cmd_run_vertex(a, outputs);
     }
     let start = Instant::now();
     let Some(algo) = Algo::from_name(&a.algo) else {
@@ -81,7 +87,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     let choice = crate::external::choose(&a, &store, algo, engine.budget().remaining());
     if matches!(choice.engine, EngineArg::External | EngineArg::Sortreduce) {
         drop(engine);
-        return crate::external::run(a, store, algo, params, choice, start);
+        return crate::external::run(a, store, algo, params, choice, start, outputs);
     }
     if a.explain {
         let grid = store.grid()?;
@@ -124,12 +130,9 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     } else {
         None
     };
-    if let Some(out) = &a.out {
-        write_output(out, a.out_format, &result.output, &ids, a.parents)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    outputs.write_result(&result.output, &ids, a.parents)?;
     let peak = peak_memory();
-    if let Some(path) = &a.stats {
+    if outputs.stats.is_some() {
         let j = serde_json::json!({
             "algorithm": algo.name(),
             "store": a.store,
@@ -149,8 +152,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
             "os_io": os_io(),
             "verified": verified,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        outputs.write_stats(&j)?;
     }
     eprintln!(
         "{}: {} in {:.2}s on the streaming engine ({}), {} iterations, {} blocks read ({} skipped), {} passes, {} edges processed, read {} in {} requests, wrote {}, I/O wait {:.2}s, compute {:.2}s{}",

@@ -2,7 +2,7 @@
 //! --engine vertex`, `outcore select-cache` and `outcore reorder`.
 
 use crate::args::{parse_size_arg, RunArgs};
-use crate::output::{os_io, resolve_root, write_output};
+use crate::output::{os_io, resolve_root, Outputs};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -95,7 +95,7 @@ pub fn cache_split(spec: &str, csr: u64) -> Result<(u64, u64)> {
     ))
 }
 
-pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
+pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
     let start = Instant::now();
     let v = &a.vertex;
     let Some(algo) = VAlgo::from_name(&a.algo) else {
@@ -244,13 +244,10 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
     } else {
         None
     };
-    if let Some(out) = &a.out {
-        write_output(out, a.out_format, &r.run.output, &ids, a.parents)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    outputs.write_result(&r.run.output, &ids, a.parents)?;
     let peak = crate::progress::peak_memory();
     let user = |d: u32| ids.to_user(d);
-    if let Some(path) = &a.stats {
+    if outputs.stats.is_some() {
         let mut engine_json = serde_json::to_value(&es)?;
         engine_json["page_hit_ratio"] = es.page_hit_ratio().into();
         engine_json["static_hit_ratio"] = es.static_hit_ratio().into();
@@ -279,8 +276,7 @@ pub fn cmd_run_vertex(a: RunArgs) -> Result<()> {
             "os_io": os_io(),
             "verified": verified,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        outputs.write_stats(&j)?;
     }
     let summary = match (&r.run.output, algo) {
         (Output::Bfs(_), VAlgo::Diam) => format!(

@@ -477,8 +477,8 @@ fn generate_is_deterministic_across_thread_counts() {
         let mut args1 = vec!["generate"];
         args1.extend_from_slice(kind);
         let mut args2 = args1.clone();
-        args1.extend_from_slice(&["-o", s(&a), "--threads", "1", "--seed", "5"]);
-        args2.extend_from_slice(&["-o", s(&b), "--threads", "2", "--seed", "5"]);
+        args1.extend_from_slice(&["-o", s(&a), "--threads", "1", "--seed", "5", "--force"]);
+        args2.extend_from_slice(&["-o", s(&b), "--threads", "2", "--seed", "5", "--force"]);
         assert!(run(&args1).status.success());
         assert!(run(&args2).status.success());
         assert_eq!(

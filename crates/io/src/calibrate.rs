@@ -199,15 +199,14 @@ impl DeviceProfile {
         Some((b0.ln() + t * (b1.ln() - b0.ln())).exp())
     }
 
-    /// Writes the profile as pretty JSON, atomically (temporary file, then rename).
+    /// Writes the profile as pretty JSON through [`crate::ResultFile`] (atomically
+    /// for a regular file; a device or FIFO is written in place).
     pub fn save(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| IoError::new(dir, "create directory", e))?;
         }
         let text = serde_json::to_string_pretty(self).expect("profile serializes");
-        let tmp = path.with_extension("json.partial");
-        std::fs::write(&tmp, text + "\n").map_err(|e| IoError::new(&tmp, "write", e))?;
-        std::fs::rename(&tmp, path).map_err(|e| IoError::new(path, "rename", e))
+        crate::ResultFile::prepare(path)?.write_all((text + "\n").as_bytes())
     }
 
     /// Reads a saved profile, refusing other layouts with a clear message.

@@ -756,13 +756,17 @@ impl OutFile {
         Ok(())
     }
 
-    /// Flushes, fsyncs and closes; returns the file's length.
+    /// Flushes, fsyncs and closes; returns the file's length. A FIFO or device
+    /// (which cannot be synchronized: EINVAL) is only flushed.
     pub fn finish(mut self) -> Result<u64> {
         self.leave_direct()?;
         self.flush()?;
-        self.file
-            .sync_all()
-            .map_err(|e| IoError::new(&self.path, "fsync", e))?;
+        match self.file.sync_all() {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EINVAL)
+                    && self.file.metadata().is_ok_and(|m| !m.is_file()) => {}
+            r => r.map_err(|e| IoError::new(&self.path, "fsync", e))?,
+        }
         Ok(self.pos)
     }
 }

@@ -20,12 +20,14 @@ pub mod calibrate;
 pub mod fault;
 mod file;
 mod scratch;
+mod sink;
 mod size;
 mod stats;
 
 pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
 pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, SeqReader, ALIGN};
 pub use scratch::ScratchFile;
+pub use sink::{pid_alive, ResultFile};
 pub use size::{format_bytes, parse_size};
 pub use stats::{IoSnapshot, IoStats};
 
