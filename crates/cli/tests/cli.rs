@@ -454,6 +454,40 @@ fn damaged_store_files_are_reported_by_name_and_reason() {
     std::fs::remove_file(out.join("manifest.json")).unwrap();
     check(&["not an outcore store", "no manifest.json"]);
     restore();
+    // An edited manifest: counts, flags, a checksum, or an older store version.
+    let m = out.join("manifest.json");
+    let text = std::fs::read_to_string(&m).unwrap();
+    let edges = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("\"edges\":"))
+        .unwrap()
+        .to_string();
+    for (from, to) in [
+        (edges.as_str(), "  \"edges\": 1,"),
+        ("\"weighted\": false", "\"weighted\": true"),
+        ("\"directed\": true", "\"directed\": false"),
+        ("\"checksum\": \"", "\"checksum\": \"0"),
+    ] {
+        assert!(text.contains(from), "{from} in {text}");
+        std::fs::write(&m, text.replacen(from, to, 1)).unwrap();
+        check(&["manifest.json", "checksum", "edited or damaged"]);
+        for cmd in [
+            &["run", "wcc", s(&out)][..],
+            &["run", "bfs", s(&out), "--root", "0"],
+        ] {
+            let o = run(cmd);
+            assert!(!o.status.success(), "{cmd:?} ran on an edited manifest");
+            assert!(stderr(&o).contains("checksum"), "{}", stderr(&o));
+        }
+        restore();
+    }
+    std::fs::write(&m, text.replacen("\"version\": 3", "\"version\": 2", 1)).unwrap();
+    check(&[
+        "store version 2",
+        "reads version 3",
+        "ingest the graph again",
+    ]);
+    restore();
     assert!(run(&["info", s(&out)]).status.success());
 }
 

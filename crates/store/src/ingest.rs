@@ -721,7 +721,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     let store_bytes = files.iter().map(|f| f.bytes).sum();
     let manifest = Manifest {
         format: STORE_FORMAT.into(),
-        version: crate::format::FORMAT_VERSION,
+        version: crate::manifest::STORE_VERSION,
         vertices: n,
         edges,
         directed: c

@@ -2,6 +2,13 @@
 //!
 //! Invariant: the manifest is written last, to `manifest.json.tmp`, fsynced and
 //! renamed, and the directory fsynced; a store without a manifest does not open.
+//!
+//! The manifest carries its own checksum (store version 3): the first member,
+//! `"checksum": "XXXXXXXX"`, is the CRC-32 (hex) of the file's exact text with that
+//! value emptied (`"checksum": ""`). A manifest edited by hand or damaged (an
+//! `"edges"` changed, a flag flipped) is refused by name, so a store cannot claim
+//! what its files do not hold. Stores of version 2 (no checksum) are refused with a
+//! request to ingest again.
 
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::FileRecord;
@@ -10,6 +17,43 @@ use std::path::Path;
 
 pub const MANIFEST: &str = "manifest.json";
 pub const STORE_FORMAT: &str = "outcore-store";
+/// The manifest's version (`version`): 3 since the manifest carries a checksum.
+/// Binary files keep their own header version ([`crate::format::FORMAT_VERSION`]).
+pub const STORE_VERSION: u32 = 3;
+const CHECKSUM_KEY: &str = "\"checksum\": \"";
+
+/// The CRC-32 of a manifest text whose checksum value is empty.
+fn text_crc(text: &str) -> u32 {
+    crc32fast::hash(text.as_bytes())
+}
+
+/// Splits a manifest text into (the checksum it states, the text with it emptied).
+fn stated_checksum(text: &str) -> Option<(String, String)> {
+    let at = text.find(CHECKSUM_KEY)? + CHECKSUM_KEY.len();
+    let len = text[at..].find('"')?;
+    let value = text[at..at + len].to_string();
+    Some((value, format!("{}{}", &text[..at], &text[at + len..])))
+}
+
+/// The manifest text with its checksum filled in (the text has `"checksum": ""`).
+fn seal(text_without: &str) -> String {
+    let crc = format!("{:08x}", text_crc(text_without));
+    text_without.replacen(
+        &format!("{CHECKSUM_KEY}\""),
+        &format!("{CHECKSUM_KEY}{crc}\""),
+        1,
+    )
+}
+
+/// Recomputes the checksum of `DIR/manifest.json` after a deliberate edit. For
+/// tests that craft a damaged file and a manifest that agrees with it.
+#[doc(hidden)]
+pub fn reseal_for_tests(dir: &Path) {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).expect("manifest readable");
+    let (_, without) = stated_checksum(&text).expect("manifest has a checksum");
+    std::fs::write(&path, seal(&without)).expect("manifest writable");
+}
 
 /// How the graph was ingested (recorded for provenance and shown by `info`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -121,15 +165,33 @@ impl Manifest {
                 format!("format is {:?}, expected {STORE_FORMAT:?}", m.format),
             ));
         }
-        if m.version != crate::format::FORMAT_VERSION {
+        if m.version != STORE_VERSION {
+            let why = if m.version < STORE_VERSION {
+                "; ingest the graph again to make a current store"
+            } else {
+                "; it was written by a newer outcore"
+            };
             return Err(corrupt(
                 &path,
                 format!(
-                    "store version {}, this outcore reads version {}",
+                    "store version {}, this outcore reads version {STORE_VERSION}{why}",
                     m.version,
-                    crate::format::FORMAT_VERSION
                 ),
             ));
+        }
+        match stated_checksum(&text) {
+            None => return Err(corrupt(&path, "has no checksum".to_string())),
+            Some((stated, without)) => {
+                let actual = format!("{:08x}", text_crc(&without));
+                if stated != actual {
+                    return Err(corrupt(
+                        &path,
+                        format!(
+                            "checksum {stated} does not match its contents ({actual}): the manifest was edited or damaged, and the store cannot be trusted; ingest it again"
+                        ),
+                    ));
+                }
+            }
         }
         Ok(m)
     }
@@ -137,10 +199,11 @@ impl Manifest {
     /// Writes the manifest atomically: temporary name, fsync, rename, fsync the directory.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let tmp = dir.join(format!("{MANIFEST}.tmp"));
-        let text = serde_json::to_string_pretty(self).expect("manifest serializes");
+        let body = serde_json::to_string_pretty(self).expect("manifest serializes");
+        let body = body.strip_prefix('{').expect("an object");
+        let text = seal(&format!("{{\n  {CHECKSUM_KEY}\",{body}\n"));
         let mut out = outcore_io::OutFile::create(&tmp, outcore_io::IoStats::global())?;
         out.write_all(text.as_bytes())?;
-        out.write_all(b"\n")?;
         out.finish()?;
         std::fs::rename(&tmp, dir.join(MANIFEST)).map_err(|e| IoError::new(&tmp, "rename", e))?;
         outcore_io::sync_dir(dir)?;

@@ -22,13 +22,15 @@ fn reseal(file: &Path) -> (u32, u32) {
     (old, new)
 }
 
-/// Replaces a file's CRC in manifest.json.
+/// Replaces a file's CRC in manifest.json (and reseals the manifest).
 fn remanifest(store: &Path, (old, new): (u32, u32)) {
     let m = store.join("manifest.json");
     let text = std::fs::read_to_string(&m).unwrap();
     let needle = format!("\"crc32\": {old}");
     assert_eq!(text.matches(&needle).count(), 1, "{needle} in {text}");
     std::fs::write(&m, text.replace(&needle, &format!("\"crc32\": {new}"))).unwrap();
+    // The manifest agrees with the crafted file: its own checksum made anew.
+    outcore_store::manifest::reseal_for_tests(store);
 }
 
 fn store(dir: &Path) -> std::path::PathBuf {
