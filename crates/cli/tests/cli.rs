@@ -176,6 +176,29 @@ fn ids_beyond_the_header_or_the_u32_range_are_refused() {
         &["--vertices", "3"],
         &["g.bin32: record 1: vertex id 3", "--vertices"],
     );
+    // One stray large id: 4.3 billion vertices for one edge, refused before any
+    // store file is written (and the same with random bytes read as bin32).
+    ingest_fails(
+        "g.txt",
+        b"0 4294967293\n",
+        &[],
+        &["4294967294 vertices for 1 edges", "--remap", "--vertices N"],
+    );
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    ingest_fails(
+        "noise.bin",
+        &noise,
+        &["--format", "bin32"],
+        &["vertices for 12500 edges", "--remap"],
+    );
 }
 
 #[test]
@@ -253,6 +276,36 @@ fn empty_input_gives_an_empty_store() {
     assert_eq!(j["edges"], 0);
     assert_eq!(j["vertices"], 0);
     assert_eq!(j["checksums_ok"], true);
+}
+
+#[test]
+fn a_second_ingest_into_the_same_output_is_refused_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a.txt");
+    std::fs::write(&a, b"0 1\n1 2\n").unwrap();
+    let out = d.path().join("s");
+    // The first ingest's lock, held here as a running ingest holds it.
+    let lock = outcore_io::NameLock::try_lock(&out).unwrap().expect("free");
+    let t = std::time::Instant::now();
+    let o = run(&["ingest", s(&a), "-o", s(&out), "--force"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("another ingest (or reorder) is writing this store now"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(t.elapsed().as_secs() < 30, "it waited instead of refusing");
+    assert!(!out.exists());
+    drop(lock);
+    let o = run(&["ingest", s(&a), "-o", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Nothing beside the store: the lock file goes with the ingest.
+    let mut left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["a.txt".to_string(), "s".to_string()]);
 }
 
 #[test]

@@ -322,18 +322,6 @@ fn open_test(path: &Path, create: bool) -> Result<(File, bool)> {
     }
 }
 
-fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs is a plain struct of integers, zero is a valid value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a valid out-pointer.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some(st.f_bavail as u64 * st.f_frsize as u64)
-}
-
 /// The block device holding `dir`, as `name (major:minor)`.
 fn device_name(dir: &Path) -> String {
     use std::os::unix::fs::MetadataExt;
@@ -416,7 +404,7 @@ pub fn calibrate(
             opts.size, opts.seq_request
         )));
     }
-    if let Some(free) = free_bytes(dir) {
+    if let Some(free) = crate::free_bytes(dir) {
         if free < size + (64 << 20) {
             return Err(invalid(format!(
                 "not enough free space: the test file needs {} MiB but only {} MiB are free (use a smaller --size)",

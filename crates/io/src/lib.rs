@@ -19,6 +19,7 @@
 pub mod calibrate;
 pub mod fault;
 mod file;
+mod lock;
 mod scratch;
 mod sink;
 mod size;
@@ -26,6 +27,7 @@ mod stats;
 
 pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
 pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, SeqReader, ALIGN};
+pub use lock::NameLock;
 pub use scratch::ScratchFile;
 pub use sink::{pid_alive, ResultFile};
 pub use size::{format_bytes, parse_size};
@@ -61,3 +63,16 @@ impl IoError {
 }
 
 pub type Result<T> = std::result::Result<T, IoError>;
+
+/// Bytes an unprivileged writer may still use on the file system holding `dir`.
+pub fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is a plain struct of integers, zero is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}

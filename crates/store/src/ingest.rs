@@ -137,10 +137,69 @@ pub struct IngestReport {
 /// Largest number of vertices a store holds (ids are dense u32; u32::MAX is reserved).
 pub const MAX_VERTICES: u64 = u32::MAX as u64;
 
+/// Vertices per input edge beyond which an id range counts as absurd: a store with
+/// more than [`SPARSE_MIN_VERTICES`] vertices and more than this many per edge is
+/// refused unless `--vertices` (or a file header) declares the count.
+pub const SPARSE_VERTICES_PER_EDGE: u64 = 64;
+/// Vertex counts up to this are never called absurd.
+pub const SPARSE_MIN_VERTICES: u64 = 1 << 20;
+
+/// Refuses a vertex count that only a stray large id can explain (a single id
+/// 4294967294, or random bytes read as bin32), before any store file is written.
+fn check_plausible(n: u64, input_edges: u64, max_id: u64, declared: bool) -> Result<()> {
+    if declared || n <= SPARSE_MIN_VERTICES {
+        return Ok(());
+    }
+    if n / input_edges.max(1) > SPARSE_VERTICES_PER_EDGE {
+        return Err(StoreError::Invalid(format!(
+            "the largest id, {max_id}, makes {n} vertices for {input_edges} edges (a store over {SPARSE_MIN_VERTICES} vertices may hold at most {SPARSE_VERTICES_PER_EDGE} per edge unless declared): the ids are sparse, or the input is not in the format read; pass --remap to number the distinct ids densely, or --vertices N to declare the count"
+        )));
+    }
+    Ok(())
+}
+
+/// The least the store's files take (degrees and CSR offsets per vertex; CSR and
+/// packed grid targets, and weights, per edge): an ingest that cannot fit even
+/// this is refused before writing.
+pub fn min_store_bytes(n: u64, edges: u64, weighted: bool, in_edges: bool) -> u64 {
+    let w = weighted as u64;
+    let out = n * 16 + edges * (6 + 8 * w);
+    let inn = if in_edges {
+        n * 8 + edges * (4 + 4 * w)
+    } else {
+        0
+    };
+    out + inn
+}
+
+/// Refuses when `need` bytes cannot fit in `free` on the file system of `dir`.
+fn check_space(dir: &Path, need: u64, free: Option<u64>) -> Result<()> {
+    match free {
+        Some(free) if need > free => Err(StoreError::Invalid(format!(
+            "the store needs at least {} but {} has {} free; free some space or write elsewhere (-o, --tmp-dir)",
+            outcore_io::format_bytes(need),
+            dir.display(),
+            outcore_io::format_bytes(free)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 enum OutState {
     Fresh,
     EmptyDir,
     Replace,
+}
+
+/// Takes the output name's lock for the whole ingest (see [`outcore_io::NameLock`]).
+fn lock_output(out: &Path) -> Result<outcore_io::NameLock> {
+    match outcore_io::NameLock::try_lock(out)? {
+        Some(l) => Ok(l),
+        None => Err(StoreError::Invalid(format!(
+            "{}: another ingest (or reorder) is writing this store now; wait for it to finish or choose another -o",
+            out.display()
+        ))),
+    }
 }
 
 fn check_output(out: &Path, force: bool) -> Result<OutState> {
@@ -289,6 +348,7 @@ pub fn ingest(
             )));
         }
     }
+    let _lock = lock_output(out)?;
     let state = check_output(out, opts.force)?;
     let probes: Vec<Probe> = inputs
         .iter()
@@ -402,6 +462,7 @@ pub(crate) fn ingest_relabelled(
         vertices: None,
         ..opts.clone()
     };
+    let _lock = lock_output(out)?;
     let state = check_output(out, opts.force)?;
     let mut work = make_workdir(out, opts.tmp_dir.as_deref())?;
     let stats = IoStats::new();
@@ -681,6 +742,16 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         )));
     }
     let m_upper = sorter.len();
+    let declared = opts.vertices.is_some()
+        || idmap.is_some()
+        || c.relabel.is_some()
+        || c.probes.iter().any(|p| p.header_vertices.is_some());
+    check_plausible(n, input_edges, (n + c.base).saturating_sub(1), declared)?;
+    check_space(
+        store,
+        min_store_bytes(n, m_upper, R::WEIGHTED, opts.in_edges),
+        outcore_io::free_bytes(store),
+    )?;
     let p = opts
         .partitions
         .unwrap_or_else(|| choose_partitions(n, m_upper, budget));
@@ -1316,4 +1387,35 @@ fn build_grid<R: Record>(
     idx.append(bytemuck::cast_slice(&index))?;
     let idx_rec = idx.finish(index.len() as u64)?;
     Ok(vec![idx_rec, data_rec])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_vertex_counts_are_refused_unless_declared() {
+        // One edge to id 4294967293: 4.3 billion vertices for one edge.
+        let e = check_plausible(4_294_967_294, 1, 4_294_967_293, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--remap") && e.contains("--vertices"), "{e}");
+        assert!(check_plausible(4_294_967_294, 1, 4_294_967_293, true).is_ok());
+        // Small graphs and graphs with a plausible density pass.
+        assert!(check_plausible(1 << 20, 1, (1 << 20) - 1, false).is_ok());
+        assert!(check_plausible(64 << 20, 1 << 20, (64 << 20) - 1, false).is_ok());
+        assert!(check_plausible(65 << 20, 1 << 20, (65 << 20) - 1, false).is_err());
+    }
+
+    #[test]
+    fn a_store_that_cannot_fit_is_refused_before_writing() {
+        let need = min_store_bytes(1 << 20, 1 << 24, true, true);
+        assert_eq!(need, (16 << 20) + (14 << 24) + (8 << 20) + (8 << 24));
+        let e = check_space(Path::new("/some/dir"), need, Some(need - 1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/some/dir") && e.contains("free"), "{e}");
+        assert!(check_space(Path::new("/d"), need, Some(need)).is_ok());
+        assert!(check_space(Path::new("/d"), need, None).is_ok());
+    }
 }
