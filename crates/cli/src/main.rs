@@ -140,7 +140,7 @@ struct IngestArgs {
     /// Output store directory.
     #[arg(short, long)]
     out: PathBuf,
-    /// Input format for every input: text, dimacs, mtx, bin32, bin32w, bin64.
+    /// Input format for every input: text, csv, dimacs, mtx, bin32, bin32w, bin64.
     #[arg(long)]
     format: Option<Format>,
     /// Store both directions of every edge.
@@ -218,10 +218,47 @@ struct ExampleArgs {
 }
 
 fn main() {
+    // A closed pipe (`outcore info --json | head`) ends the process quietly, as it
+    // does for every Unix filter, instead of a panic in println!.
+    // SAFETY: setting a signal's disposition to the default before any thread
+    // starts; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
+    let hint = read_only_hint(&cli.cmd);
     if let Err(e) = run(cli) {
-        eprintln!("outcore: error: {}", error_text(&e));
+        let mut text = error_text(&e);
+        let denied = |io: &std::io::Error| {
+            matches!(
+                io.raw_os_error(),
+                Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
+            ) || matches!(
+                io.kind(),
+                std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+            )
+        };
+        let read_only = e.chain().any(|c| {
+            c.downcast_ref::<outcore_io::IoError>()
+                .is_some_and(|io| denied(&io.source))
+                || c.downcast_ref::<std::io::Error>().is_some_and(denied)
+        });
+        if read_only && !hint.is_empty() {
+            text.push_str("\nhint: ");
+            text.push_str(hint);
+        }
+        eprintln!("outcore: error: {text}");
         std::process::exit(1);
+    }
+}
+
+/// What to say when a command fails on a directory it may not write.
+fn read_only_hint(cmd: &Cmd) -> &'static str {
+    match cmd {
+        Cmd::Run(_) | Cmd::Example(_) => "the store (or a directory named) is not writable: --work-dir DIR puts the run's own files (mapped vertex arrays, sort runs) elsewhere; the external engine's partition layout and the vertex engine's selections are saved in the store, so build them on a writable copy",
+        Cmd::Ingest(_) | Cmd::Reorder(_) => "the output or temporary directory is not writable: choose another -o, or --tmp-dir DIR for the sort runs",
+        Cmd::Partition(_) | Cmd::SelectCache(_) => "this command saves into the store, which is not writable: run it on a writable copy",
+        _ => "",
     }
 }
 

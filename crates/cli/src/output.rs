@@ -18,9 +18,19 @@ pub(crate) fn resolve_root(
 ) -> Result<u32> {
     match (needs, root) {
         (true, None) => bail!("{name} needs --root ID (a vertex id as in the input)"),
-        (true, Some(r)) => ids
-            .to_dense(r)
-            .with_context(|| format!("--root {r} is not a vertex of {}", store.display())),
+        (true, Some(r)) => ids.to_dense(r).ok_or_else(|| {
+            let why = match ids {
+                IdMap::Offset { base, n } if r < *base => format!(
+                    ": the ids of this store start at {base} (its input numbers vertices from {base})"
+                ),
+                IdMap::Offset { base, n } => format!(
+                    ": its ids are {base}..={}",
+                    (base + n).saturating_sub(1)
+                ),
+                _ => String::new(),
+            };
+            anyhow::anyhow!("--root {r} is not a vertex of {}{why}", store.display())
+        }),
         (false, _) => Ok(0),
     }
 }

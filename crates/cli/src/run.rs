@@ -41,10 +41,14 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     }
     let start = Instant::now();
     let Some(algo) = Algo::from_name(&a.algo) else {
+        if outcore_algos::vc::VAlgo::from_name(&a.algo).is_some() {
+            bail!("{} runs on the vertex engine: add --engine vertex", a.algo);
+        }
         bail!(
-            "unknown algorithm '{}'; known: {}",
+            "unknown algorithm '{}'; known: {} (and with --engine vertex: {})",
             a.algo,
-            Algo::ALL.map(|x| x.name()).join(", ")
+            Algo::ALL.map(|x| x.name()).join(", "),
+            outcore_algos::vc::VAlgo::ALL.map(|x| x.name()).join(", ")
         );
     };
     if a.threads == Some(0) {

@@ -257,9 +257,122 @@ fn missing_input_and_unknown_format() {
         &[],
         &["cannot tell the format", "--format"],
     );
-    let o = run(&["ingest", "x.txt", "-o", s(&out), "--format", "csv"]);
+    let o = run(&["ingest", "x.txt", "-o", s(&out), "--format", "parquet"]);
     assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
     assert!(stderr(&o).contains("unknown format"));
+    // Other compressions are named, by content and by extension.
+    ingest_fails(
+        "g.txt",
+        b"BZh91AY&SY\x00\x01",
+        &[],
+        &["g.txt: bzip2-compressed input is not supported", "gzip"],
+    );
+    ingest_fails(
+        "g.txt.xz",
+        b"\xFD7zXZ\x00\x00\x04",
+        &[],
+        &["g.txt.xz: xz-compressed input is not supported"],
+    );
+    ingest_fails(
+        "g.el.zst",
+        b"0 1\n",
+        &[],
+        &["zstd-compressed input is not supported"],
+    );
+}
+
+/// The `run sssp` result from `root`, as text.
+fn sssp_text(store: &Path, root: &str) -> String {
+    let out = store.with_extension("sssp.txt");
+    let o = run(&["run", "sssp", s(store), "--root", root, "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn csv_with_header_bom_and_weights_is_read_without_flags() {
+    let d = tempfile::tempdir().unwrap();
+    let tsv = d.path().join("g.txt");
+    std::fs::write(&tsv, "10 20 1.5\n20 30 2\n10 30 5\n").unwrap();
+    let reference = d.path().join("ref");
+    assert!(run(&["ingest", s(&tsv), "-o", s(&reference), "--remap"])
+        .status
+        .success());
+    let want = sssp_text(&reference, "10");
+    for (name, text) in [
+        (
+            "a.csv",
+            "src,dst,weight\n10,20,1.5\n20,30,2\n10,30,5\n".to_string(),
+        ),
+        (
+            "b.csv",
+            "\u{feff}source, target, w\r\n10, 20, 1.5\r\n20,30,2\r\n10,30,5\r\n".to_string(),
+        ),
+        (
+            "c.csv",
+            "# exported\n10,20,1.5\n20,30,2\n10,30,5\n".to_string(),
+        ),
+        // No extension: detected from the commas.
+        ("d", "u,v,w\n10,20,1.5\n20,30,2\n10,30,5\n".to_string()),
+    ] {
+        let input = d.path().join(name);
+        std::fs::write(&input, text).unwrap();
+        let out = d.path().join(format!("{name}.store"));
+        let o = run(&["ingest", s(&input), "-o", s(&out), "--remap"]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let info = run(&["info", s(&out), "--json"]);
+        let j: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(j["edges"], 3, "{name}");
+        assert_eq!(j["weighted"], true, "{name}");
+        assert_eq!(sssp_text(&out, "10"), want, "{name}");
+    }
+    // Unweighted CSV, and a malformed line named by file and line.
+    ingest_fails(
+        "e.csv",
+        b"src,dst\n0,1\n1,,2\n",
+        &[],
+        &["e.csv:3: malformed line", "1,,2"],
+    );
+    ingest_fails(
+        "f.csv",
+        b"\xEF\xBB\xBFsrc,dst\n0,1\n1,x\n",
+        &[],
+        &["f.csv:3: malformed line: vertex ids must be non-negative integers"],
+    );
+}
+
+/// A pipe whose reading end is already closed (`| head` that has exited).
+fn closed_pipe() -> std::process::Stdio {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid two-int array for pipe(2) to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fds[0] was just opened by pipe(2) and is closed once, here.
+    unsafe { libc::close(fds[0]) };
+    // SAFETY: fds[1] was opened by pipe(2) and is owned by the Stdio from here on.
+    unsafe { <std::process::Stdio as std::os::fd::FromRawFd>::from_raw_fd(fds[1]) }
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    let g = make_graph(d.path(), 8);
+    let out = d.path().join("s");
+    assert!(run(&["ingest", s(&g), "-o", s(&out)]).status.success());
+    for args in [
+        vec!["info", s(&out), "--json"],
+        vec!["info", s(&out)],
+        vec!["run", "bfs", s(&out), "--root", "0", "--out", "-"],
+    ] {
+        let o = bin().args(&args).stdout(closed_pipe()).output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            o.status.signal() == Some(libc::SIGPIPE) || o.status.code() == Some(0),
+            "{args:?}: {:?} {err}",
+            o.status
+        );
+    }
 }
 
 #[test]

@@ -179,3 +179,78 @@ fn stats_json_counts_blocks_bytes_and_iterations() {
         "{line}"
     );
 }
+
+/// A read-only view of a directory (a read-only bind mount), unmounted on drop.
+struct ReadOnlyView(std::path::PathBuf);
+
+impl ReadOnlyView {
+    /// `None` where bind mounts are not permitted (not root, no CAP_SYS_ADMIN).
+    fn new(src: &Path, at: &Path) -> Option<ReadOnlyView> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = |args: &[&str]| {
+            std::process::Command::new("mount")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !ok(&["--bind", s(src), s(at)]) {
+            return None;
+        }
+        let view = ReadOnlyView(at.to_path_buf());
+        ok(&["-o", "remount,bind,ro", s(at)]).then_some(view)
+    }
+}
+
+impl Drop for ReadOnlyView {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_read_only_store_gets_a_hint_and_runs_with_a_work_dir() {
+    let d = tempfile::tempdir().unwrap();
+    store(d.path());
+    let Some(view) = ReadOnlyView::new(d.path(), &d.path().join("ro")) else {
+        eprintln!("skipping: read-only bind mounts are not permitted here");
+        return;
+    };
+    let ro = view.0.join("g");
+    let o = run(&["run", "mis", s(&ro)]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = err(&o);
+    assert!(e.contains("Read-only file system"), "{e}");
+    assert!(e.contains("hint:") && e.contains("--work-dir DIR"), "{e}");
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let o = run(&["run", "mis", s(&ro), "--work-dir", s(&work), "--verify"]);
+    assert!(o.status.success(), "{}", err(&o));
+    drop(view);
+}
+
+#[test]
+fn wrong_roots_and_engine_only_algorithms_say_why() {
+    let d = tempfile::tempdir().unwrap();
+    // A 1-based input (DIMACS): ids start at 1.
+    let input = d.path().join("g.gr");
+    std::fs::write(&input, "p sp 3 2\na 1 2 5\na 2 3 1\n").unwrap();
+    let g = d.path().join("g");
+    let o = run(&["ingest", s(&input), "-o", s(&g)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(&["run", "bfs", s(&g), "--root", "0"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("the ids of this store start at 1"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&["run", "bfs", s(&g), "--root", "4"]);
+    assert!(err(&o).contains("its ids are 1..=3"), "{}", err(&o));
+    let o = run(&["run", "bc", s(&g)]);
+    assert!(
+        err(&o).contains("bc runs on the vertex engine: add --engine vertex"),
+        "{}",
+        err(&o)
+    );
+}

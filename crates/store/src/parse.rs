@@ -1,5 +1,8 @@
-//! Input formats: SNAP/whitespace text, DIMACS `.gr`, Matrix Market coordinate,
-//! binary edge lists (`bin32`, `bin32w`, `bin64`), each optionally gzip-compressed.
+//! Input formats: SNAP/whitespace text, CSV (`u,v[,w]`, an optional header line),
+//! DIMACS `.gr`, Matrix Market coordinate, binary edge lists (`bin32`, `bin32w`,
+//! `bin64`), each optionally gzip-compressed. A UTF-8 byte-order mark at the start
+//! of a text input is skipped; bzip2, xz, zstd and zip inputs are named as
+//! unsupported rather than read as garbage.
 //!
 //! Design: the input is read sequentially in chunks of [`CHUNK`] bytes (cut at line
 //! boundaries for text) by a read-ahead thread (which also decompresses gzip), so
@@ -31,6 +34,9 @@ pub const CHUNK: usize = 6 << 20;
 pub enum Format {
     /// SNAP/whitespace text: `u v [w]` lines, `#` and `%` comments.
     Text,
+    /// Comma-separated `u,v[,w]` lines (pandas' `to_csv`); a first line that is not
+    /// numeric (`src,dst,weight`) is a header; `#` comments.
+    Csv,
     /// DIMACS shortest-path: `c` comments, `p sp N M`, `a u v w` (1-based).
     Dimacs,
     /// Matrix Market coordinate (pattern/integer/real, general/symmetric, 1-based).
@@ -48,6 +54,7 @@ impl std::str::FromStr for Format {
     fn from_str(s: &str) -> std::result::Result<Format, String> {
         Ok(match s.to_ascii_lowercase().as_str() {
             "text" | "snap" | "txt" | "el" => Format::Text,
+            "csv" => Format::Csv,
             "dimacs" | "gr" => Format::Dimacs,
             "mtx" | "matrix-market" | "mm" => Format::Mtx,
             "bin32" => Format::Bin32,
@@ -55,7 +62,7 @@ impl std::str::FromStr for Format {
             "bin64" => Format::Bin64,
             _ => {
                 return Err(format!(
-                    "unknown format {s:?} (text, dimacs, mtx, bin32, bin32w or bin64)"
+                    "unknown format {s:?} (text, csv, dimacs, mtx, bin32, bin32w or bin64)"
                 ))
             }
         })
@@ -66,6 +73,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
+            Format::Csv => "csv",
             Format::Dimacs => "dimacs",
             Format::Mtx => "mtx",
             Format::Bin32 => "bin32",
@@ -292,6 +300,7 @@ fn format_from_extension(path: &Path) -> Option<Format> {
         "bin32w" => Format::Bin32w,
         "bin64" => Format::Bin64,
         "txt" | "tsv" | "el" | "edges" | "edgelist" | "snap" => Format::Text,
+        "csv" => Format::Csv,
         _ => return None,
     })
 }
@@ -305,6 +314,45 @@ fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
 fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
     line.split(|&b| b == b' ' || b == b'\t')
         .filter(|f| !f.is_empty())
+}
+
+/// The fields of a data line: whitespace-separated, or comma-separated (each field
+/// trimmed, empty ones kept so that `1,,2` is malformed) for CSV.
+fn fields_of(line: &[u8], csv: bool) -> Box<dyn Iterator<Item = &[u8]> + '_> {
+    if csv {
+        Box::new(line.split(|&b| b == b',').map(trim_ascii))
+    } else {
+        Box::new(fields(line))
+    }
+}
+
+/// The UTF-8 byte-order mark some editors and Excel put before text.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Compressions ingest cannot read, by magic bytes and by extension.
+const UNSUPPORTED: [(&[u8], &str, &str); 5] = [
+    (b"BZh", "bzip2", "bz2"),
+    (b"\xFD7zXZ\x00", "xz", "xz"),
+    (b"\x28\xB5\x2F\xFD", "zstd", "zst"),
+    (b"PK\x03\x04", "zip", "zip"),
+    (b"7z\xBC\xAF\x27\x1C", "7-zip", "7z"),
+];
+
+/// Refuses inputs compressed with anything but gzip, naming the compression.
+fn check_compression(path: &Path, head: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    for (magic, what, ext) in UNSUPPORTED {
+        if head.starts_with(magic) || name.ends_with(&format!(".{ext}")) {
+            return Err(StoreError::Invalid(format!(
+                "{}: {what}-compressed input is not supported (only gzip is read); decompress it first, or recompress it with gzip",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn show(line: &[u8]) -> String {
@@ -353,6 +401,9 @@ pub fn probe(path: &Path, explicit: Option<Format>) -> Result<Probe> {
     let mut head = vec![0u8; 1 << 20];
     let n = fill(&mut *r, &mut head, path)?;
     head.truncate(n);
+    if !gzip {
+        check_compression(path, &head)?;
+    }
     let format = match explicit.or_else(|| format_from_extension(path)) {
         Some(f) => f,
         None => detect_from_content(path, &head)?,
@@ -384,26 +435,31 @@ pub fn probe(path: &Path, explicit: Option<Format>) -> Result<Probe> {
             p.weighted = h.weighted;
             p.symmetric = h.symmetric;
         }
-        Format::Text => {
+        Format::Text | Format::Csv => {
             // Weighted when the first data line has three columns.
+            let csv = format == Format::Csv;
+            let h = parse_header(path, &head, format)?;
+            let body = &head[h.consumed..];
             let full = n == head.capacity();
-            let total = lines(&head).count();
-            for (k, line) in lines(&head).enumerate() {
+            let total = lines(body).count();
+            for (k, line) in lines(body).enumerate() {
                 if full && k + 1 == total {
                     break; // possibly cut line at the end of the probe buffer
                 }
                 let t = trim_ascii(line);
-                if t.is_empty() || t[0] == b'#' || t[0] == b'%' {
+                if t.is_empty() || t[0] == b'#' || (!csv && t[0] == b'%') {
                     continue;
                 }
-                let cols = fields(t).count();
+                let cols = fields_of(t, csv).count();
                 if cols != 2 && cols != 3 {
+                    let want = if csv {
+                        "`u,v` or `u,v,w`"
+                    } else {
+                        "`u v` or `u v w`"
+                    };
                     return Err(input_err(
-                        loc(k + 1),
-                        format!(
-                            "malformed line: expected `u v` or `u v w`, found {}",
-                            show(line)
-                        ),
+                        loc(h.lines as usize + k + 1),
+                        format!("malformed line: expected {want}, found {}", show(line)),
                     ));
                 }
                 p.weighted = cols == 3;
@@ -428,6 +484,7 @@ fn trim_ascii(l: &[u8]) -> &[u8] {
 }
 
 fn detect_from_content(path: &Path, head: &[u8]) -> Result<Format> {
+    let head = head.strip_prefix(BOM).unwrap_or(head);
     let text_like = head
         .iter()
         .take(4096)
@@ -448,6 +505,12 @@ fn detect_from_content(path: &Path, head: &[u8]) -> Result<Format> {
         }
         if t.starts_with(b"p sp") || t == b"c" || t.starts_with(b"c ") {
             return Ok(Format::Dimacs);
+        }
+        if t[0] == b'#' || t[0] == b'%' {
+            continue;
+        }
+        if t.contains(&b',') {
+            return Ok(Format::Csv);
         }
         break;
     }
@@ -475,6 +538,31 @@ fn parse_header(path: &Path, head: &[u8], format: Format) -> Result<HeaderInfo> 
         consumed: 0,
         lines: 0,
     };
+    if matches!(format, Format::Text | Format::Csv) {
+        // A byte-order mark is skipped; a CSV file's first line that does not
+        // start with a number is its header.
+        let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
+        info.consumed = bom;
+        if format == Format::Csv {
+            let mut lineno = 0u64;
+            let mut pos = bom;
+            for raw in head[bom..].split(|&b| b == b'\n') {
+                lineno += 1;
+                pos += raw.len() + 1;
+                let t = trim_ascii(raw.strip_suffix(b"\r").unwrap_or(raw));
+                if t.is_empty() || t[0] == b'#' {
+                    continue;
+                }
+                let first = fields_of(t, true).next().unwrap_or_default();
+                if parse_u64(first).is_none() {
+                    info.consumed = pos.min(head.len());
+                    info.lines = lineno;
+                }
+                break;
+            }
+        }
+        return Ok(info);
+    }
     let mut pos = 0usize;
     let mut lineno = 0u64;
     while pos < head.len() {
@@ -569,7 +657,7 @@ fn parse_header(path: &Path, head: &[u8], format: Format) -> Result<HeaderInfo> 
                     }
                 }
             }
-            _ => unreachable!("only DIMACS and Matrix Market have headers"),
+            _ => unreachable!("text and binary formats are handled above"),
         }
         pos = next;
         if end == head.len() {
@@ -640,6 +728,7 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
         }
         let comment = match ctx.format {
             Format::Text => t[0] == b'#' || t[0] == b'%',
+            Format::Csv => t[0] == b'#',
             Format::Dimacs => t[0] == b'c',
             Format::Mtx => t[0] == b'%',
             _ => false,
@@ -647,7 +736,7 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
         if comment {
             continue;
         }
-        let mut f = fields(t);
+        let mut f = fields_of(t, ctx.format == Format::Csv);
         if ctx.format == Format::Dimacs {
             let tag = f.next().unwrap_or_default();
             if tag != b"a" {
@@ -663,7 +752,7 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
         let fs: [Option<&[u8]>; 4] = [f.next(), f.next(), f.next(), f.next()];
         let ncols = fs.iter().filter(|x| x.is_some()).count();
         let expect = match ctx.format {
-            Format::Text => None,
+            Format::Text | Format::Csv => None,
             _ => Some(if ctx.weighted { 3 } else { 2 }),
         };
         let bad_shape = match expect {
@@ -675,6 +764,7 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
                 (Format::Dimacs, _) => "`a u v w`",
                 (Format::Mtx, true) => "`ROW COL VALUE`",
                 (Format::Mtx, false) => "`ROW COL`",
+                (Format::Csv, _) => "`u,v` or `u,v,w`",
                 _ => "`u v` or `u v w`",
             };
             out.err = Some((
@@ -683,7 +773,7 @@ fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> Chunk
             ));
             return out;
         }
-        if ctx.format == Format::Text {
+        if matches!(ctx.format, Format::Text | Format::Csv) {
             match out.cols {
                 None => out.cols = Some((ncols, ln)),
                 Some((c, first)) if c != ncols => {
@@ -904,7 +994,7 @@ pub fn parse_input(
             if n < CHUNK {
                 eof = true;
             }
-            if first && !fmt.is_binary() && fmt != Format::Text {
+            if first && !fmt.is_binary() {
                 let h = parse_header(path, &buf, fmt)?;
                 line_base = h.lines;
                 buf.drain(..h.consumed);
