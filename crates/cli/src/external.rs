@@ -421,6 +421,8 @@ fn finish(
     line: String,
     outputs: &mut Outputs,
 ) -> Result<()> {
+    let mut result = result;
+    result.summary += &crate::output::parallel_note(store, algo.name());
     let verified = if a.verify {
         let t = Instant::now();
         let msg = verify(store, algo, params, &result.output)?;

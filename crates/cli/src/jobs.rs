@@ -192,7 +192,8 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let mut per_job = Vec::new();
     for (k, (job, spec)) in jobs.into_iter().zip(&specs).enumerate() {
         let js = &es.jobs[k];
-        let run = job.into_run(js.iterations);
+        let mut run = job.into_run(js.iterations);
+        run.summary += &crate::output::parallel_note(&store, spec.algo.name());
         let params = Params {
             root: spec.root.and_then(|r| ids.to_dense(r)).unwrap_or(0),
             iterations: spec

@@ -497,6 +497,14 @@ fn print_info(i: &StoreInfo, verified: bool) {
         }
     );
     println!("self-loops   {}", i.self_loops);
+    if i.parallel_edges > 0 {
+        println!(
+            "parallel     {} edges repeat a stored (source, target) pair; pagerank and bc count each copy (ingest --dedup keeps one)",
+            i.parallel_edges
+        );
+    } else {
+        println!("parallel     0");
+    }
     println!(
         "ids          {}",
         if i.remapped {

@@ -35,6 +35,18 @@ pub(crate) fn resolve_root(
     }
 }
 
+/// What a summary line adds for an algorithm that counts every stored edge
+/// (pagerank, pagerank-delta, spmv, bc) when the store holds parallel edges.
+pub(crate) fn parallel_note(store: &outcore_store::Store, algo: &str) -> String {
+    let k = store.manifest().parallel_edges;
+    if k == 0 || !matches!(algo, "pagerank" | "pagerank-delta" | "spmv" | "bc") {
+        return String::new();
+    }
+    format!(
+        " [the store has {k} parallel edges; {algo} counts each copy (a multigraph): ingest with --dedup for one edge per pair]"
+    )
+}
+
 /// Bytes this process read and wrote from storage, from /proc/self/io.
 pub(crate) fn os_io() -> serde_json::Value {
     let Ok(s) = std::fs::read_to_string("/proc/self/io") else {

@@ -2,7 +2,7 @@
 //! the user's ids, `--verify`, `--stats`, progress and the closing summary.
 
 pub use crate::args::{EngineArg, OrderArg, RunArgs};
-use crate::output::{os_io, resolve_root, Outputs};
+use crate::output::{os_io, parallel_note, resolve_root, Outputs};
 use crate::progress::peak_memory;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -121,7 +121,8 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     );
     bar.set_prefix(algo.name().to_string());
     engine.set_observer(Box::new(Bars { bar: bar.clone() }));
-    let result = outcore_algos::run(&mut engine, algo, &params)?;
+    let mut result = outcore_algos::run(&mut engine, algo, &params)?;
+    result.summary += &parallel_note(&store, algo.name());
     bar.finish_and_clear();
     let run_secs = start.elapsed().as_secs_f64();
     let es = engine.stats();

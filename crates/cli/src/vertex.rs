@@ -306,7 +306,7 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
             )
         }
         _ => r.run.summary.clone(),
-    };
+    } + &crate::output::parallel_note(&store, algo.name());
     eprintln!(
         "{}: {summary} in {:.2}s ({:.2}s with set-up), {} iterations, read {} in {} requests ({} pages of {}), page cache hits {:.1}%, static cache hits {:.1}% ({} vertices, {} loaded in {:.2}s), page utilization {:.1}%, I/O wait {:.2}s, compute {:.2}s{}",
         algo.name(),

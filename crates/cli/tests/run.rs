@@ -254,3 +254,61 @@ fn wrong_roots_and_engine_only_algorithms_say_why() {
         err(&o)
     );
 }
+
+#[test]
+fn parallel_edges_are_counted_and_named() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("m.txt");
+    // 0 -> 1 three times, 1 -> 2 once: two parallel edges.
+    std::fs::write(&input, "0 1\n0 1\n1 2\n0 1\n").unwrap();
+    let g = d.path().join("m");
+    assert!(run(&["ingest", s(&input), "-o", s(&g)]).status.success());
+    let info = run(&["info", s(&g), "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(j["parallel_edges"], 2);
+    let o = run(&["run", "pagerank", s(&g)]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("2 parallel edges") && err(&o).contains("--dedup"),
+        "{}",
+        err(&o)
+    );
+    // Algorithms that do not count copies say nothing; a deduplicated store has none.
+    let o = run(&["run", "wcc", s(&g)]);
+    assert!(!err(&o).contains("parallel"), "{}", err(&o));
+    let dd = d.path().join("dd");
+    assert!(run(&["ingest", s(&input), "-o", s(&dd), "--dedup"])
+        .status
+        .success());
+    let info = run(&["info", s(&dd), "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(
+        (j["parallel_edges"].clone(), j["edges"].clone()),
+        (0.into(), 2.into())
+    );
+    let o = run(&["run", "pagerank", s(&dd)]);
+    assert!(!err(&o).contains("parallel"), "{}", err(&o));
+}
+
+#[test]
+fn a_symmetric_matrix_market_file_is_stored_once_per_direction_when_undirected() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("s.mtx");
+    std::fs::write(
+        &input,
+        "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n2 1\n3 2\n3 3\n",
+    )
+    .unwrap();
+    for (flags, edges) in [(&[][..], 5), (&["--undirected"][..], 5)] {
+        let g = d.path().join(format!("g{}", flags.len()));
+        let mut a = vec!["ingest", s(&input), "-o", s(&g)];
+        a.extend_from_slice(flags);
+        let o = run(&a);
+        assert!(o.status.success(), "{}", err(&o));
+        let info = run(&["info", s(&g), "--json"]);
+        let j: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        // 1-2 and 2-3 both ways, the diagonal 3-3 once; no parallel copies.
+        assert_eq!(j["edges"], edges, "{flags:?}");
+        assert_eq!(j["parallel_edges"], 0, "{flags:?}");
+    }
+}

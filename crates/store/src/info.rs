@@ -92,6 +92,8 @@ pub struct StoreInfo {
     pub directed: bool,
     pub weighted: bool,
     pub self_loops: u64,
+    /// Stored edges repeating a (source, target) pair (0 after `--dedup`).
+    pub parallel_edges: u64,
     pub remapped: bool,
     pub id_base: u64,
     pub in_edges: bool,
@@ -177,6 +179,7 @@ pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
         directed: m.directed,
         weighted: m.weighted,
         self_loops: m.self_loops,
+        parallel_edges: m.parallel_edges,
         remapped: m.remapped,
         id_base: m.id_base,
         in_edges: m.in_edges,

@@ -39,6 +39,7 @@ use crate::codec::BlockPacker;
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::{IngestRecord, Manifest, MANIFEST, STORE_FORMAT};
+use crate::memcsr::ListCounts;
 use crate::memcsr::{place_blocks, Adj, CsrFiles, GridWriter, MemCsr, TargetWeight};
 use crate::parse::{parse_input, probe, Format, PairSink, Probe, RawEdge};
 use crate::reader::BlockEntry;
@@ -123,6 +124,9 @@ pub struct IngestReport {
     pub edges: u64,
     pub input_edges: u64,
     pub self_loops: u64,
+    /// Stored edges that repeat a (source, target) pair already stored (0 after
+    /// `--dedup`).
+    pub parallel_edges: u64,
     pub partitions: u32,
     pub sort_runs: usize,
     /// Whether the grid took a second pass over the CSR files (the external path
@@ -350,10 +354,18 @@ pub fn ingest(
     }
     let _lock = lock_output(out)?;
     let state = check_output(out, opts.force)?;
-    let probes: Vec<Probe> = inputs
+    let mut probes: Vec<Probe> = inputs
         .iter()
         .map(|p| probe(p, opts.format))
         .collect::<Result<_>>()?;
+    if opts.undirected {
+        // A symmetric Matrix Market file lists each pair once; the undirected
+        // ingest adds the reverse itself, so expanding it here too would store
+        // every edge twice per direction.
+        for p in &mut probes {
+            p.symmetric = false;
+        }
+    }
     let weighted = match opts.weighted {
         Some(true) => {
             if let Some(k) = probes.iter().position(|p| !p.weighted) {
@@ -770,7 +782,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     } else {
         None
     };
-    let (mut files, edges, self_loops, sort_runs, grid_second_pass) = match records {
+    let (mut files, edges, counts, sort_runs, grid_second_pass) = match records {
         Some(records) => {
             let (files, edges, loops) = if R::WEIGHTED {
                 build_memory::<R, TargetWeight>(c, records, n, p, interval)?
@@ -799,7 +811,8 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
             .relabel
             .map_or(!opts.undirected, |r| r.store.manifest().directed),
         weighted: R::WEIGHTED,
-        self_loops,
+        self_loops: counts.self_loops,
+        parallel_edges: counts.parallel,
         id_base: if opts.remap { 0 } else { c.base },
         remapped: opts.remap,
         partitions: p,
@@ -825,7 +838,8 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         vertices: n,
         edges,
         input_edges,
-        self_loops,
+        self_loops: counts.self_loops,
+        parallel_edges: counts.parallel,
         partitions: p,
         sort_runs,
         grid_second_pass,
@@ -843,13 +857,12 @@ fn build_memory<R: Record, A: Adj>(
     n: u64,
     p: u32,
     interval: u64,
-) -> Result<(Vec<FileRecord>, u64, u64)> {
+) -> Result<(Vec<FileRecord>, u64, ListCounts)> {
     let store = &c.work.build;
     let threads = rayon::current_num_threads().max(1);
     let m = records.len() as u64;
     c.obs.phase("sort", m);
-    let (csr, self_loops) =
-        MemCsr::<A>::from_records(&records, 0, n as usize, c.opts.dedup, threads)?;
+    let (csr, counts) = MemCsr::<A>::from_records(&records, 0, n as usize, c.opts.dedup, threads)?;
     drop(records);
     let edges = csr.adj.len() as u64;
     c.obs.advance(m, edges);
@@ -874,7 +887,7 @@ fn build_memory<R: Record, A: Adj>(
             c.obs.advance(k, k)
         })?,
     );
-    Ok((files, edges, self_loops))
+    Ok((files, edges, counts))
 }
 
 /// The external path: the sorted runs are consumed in ascending ranges of
@@ -891,7 +904,7 @@ fn build_external<R: Record>(
     n: u64,
     p: u32,
     interval: u64,
-) -> Result<(Vec<FileRecord>, u64, u64, usize, bool)> {
+) -> Result<(Vec<FileRecord>, u64, ListCounts, usize, bool)> {
     if R::WEIGHTED {
         build_ranges::<R, TargetWeight>(c, sorter, n, p, interval)
     } else {
@@ -905,7 +918,7 @@ fn build_ranges<R: Record, A: Adj>(
     n: u64,
     p: u32,
     interval: u64,
-) -> Result<(Vec<FileRecord>, u64, u64, usize, bool)> {
+) -> Result<(Vec<FileRecord>, u64, ListCounts, usize, bool)> {
     let opts = c.opts;
     let budget = opts.memory;
     let store = &c.work.build;
@@ -1091,7 +1104,7 @@ fn csr_from_runs<R: Record, A: Adj>(
     limits: &RangeLimits,
     rows: Option<u64>,
     each: &mut dyn FnMut(u64, &MemCsr<A>) -> Result<()>,
-) -> Result<(Vec<FileRecord>, u64, u64)> {
+) -> Result<(Vec<FileRecord>, u64, ListCounts)> {
     let threads = rayon::current_num_threads().max(1);
     let per = (std::mem::size_of::<R>() + std::mem::size_of::<A>()) as u64;
     let (cap, vmax) = (limits.cap, limits.vmax);
@@ -1117,7 +1130,8 @@ fn csr_from_runs<R: Record, A: Adj>(
     };
     let mut records: Vec<R> = Vec::new();
     let mut spare: Vec<A> = Vec::new();
-    let (mut lo, mut edges, mut loops, mut seen) = (0u64, 0u64, 0u64, 0u64);
+    let (mut lo, mut edges, mut seen) = (0u64, 0u64, 0u64);
+    let mut counts = ListCounts::default();
     let mut hi = if n > 0 { plan(runs, 0) } else { 0 };
     if n > 0 {
         runs.take_below(hi, &mut records)?;
@@ -1139,7 +1153,7 @@ fn csr_from_runs<R: Record, A: Adj>(
             threads,
             std::mem::take(&mut spare),
         )?;
-        loops += l;
+        counts += l;
         edges += csr.adj.len() as u64;
         // The next range's records are read (into the now idle record buffer)
         // while this range's CSR is written and, at the same time, its grid rows
@@ -1166,7 +1180,7 @@ fn csr_from_runs<R: Record, A: Adj>(
         lo = hi;
         hi = next_hi;
     }
-    Ok((out.finish()?, edges, loops))
+    Ok((out.finish()?, edges, counts))
 }
 
 /// Writes `degrees.in` from in-degrees counted in memory.

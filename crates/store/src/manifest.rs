@@ -78,6 +78,10 @@ pub struct Manifest {
     pub directed: bool,
     pub weighted: bool,
     pub self_loops: u64,
+    /// Stored edges repeating a (source, target) pair already stored: a pair
+    /// stored k times counts k - 1 (0 after `--dedup`).
+    #[serde(default)]
+    pub parallel_edges: u64,
     /// Added to a dense id to get the user's id when `remapped` is false (1 for
     /// 1-based inputs such as DIMACS and Matrix Market).
     pub id_base: u64,

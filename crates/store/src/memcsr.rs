@@ -173,6 +173,23 @@ type TargetCounts = (Vec<(usize, usize)>, Vec<Vec<u32>>, Vec<u64>);
 /// A built grid row: its words, and each block's topology and weight CRCs.
 type GridRow = (Vec<u32>, Vec<(u32, u32)>);
 
+/// What a CSR's sorted lists hold besides distinct edges.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ListCounts {
+    /// Entries `u -> u`.
+    pub self_loops: u64,
+    /// Entries repeating the previous entry's target in their list (a pair stored
+    /// k times counts k - 1); always 0 after `--dedup`.
+    pub parallel: u64,
+}
+
+impl std::ops::AddAssign for ListCounts {
+    fn add_assign(&mut self, o: ListCounts) {
+        self.self_loops += o.self_loops;
+        self.parallel += o.parallel;
+    }
+}
+
 /// A CSR held in memory: `offsets` has n + 1 entries.
 pub(crate) struct MemCsr<A> {
     pub offsets: Vec<u64>,
@@ -250,14 +267,15 @@ impl<A: Adj> MemCsr<A> {
 
     /// The CSR of `records`, whose sources are `base .. base + n` (the CSR's vertex
     /// k is `base + k`), lists sorted by target then weight bits; with `dedup` one
-    /// entry per (source, target) is kept. Returns the CSR and its self-loop count.
+    /// entry per (source, target) is kept. Returns the CSR and what its lists hold
+    /// (self-loops, parallel edges).
     pub fn from_records<R: Record>(
         records: &[R],
         base: u32,
         n: usize,
         dedup: bool,
         threads: usize,
-    ) -> Result<(MemCsr<A>, u64)> {
+    ) -> Result<(MemCsr<A>, ListCounts)> {
         Self::from_records_reusing(records, base, n, dedup, threads, Vec::new())
     }
 
@@ -271,7 +289,7 @@ impl<A: Adj> MemCsr<A> {
         dedup: bool,
         threads: usize,
         mut spare: Vec<A>,
-    ) -> Result<(MemCsr<A>, u64)> {
+    ) -> Result<(MemCsr<A>, ListCounts)> {
         let m = records.len();
         let parts = threads.max(m.div_ceil(u32::MAX as usize)).max(1);
         let chunks: Vec<&[R]> = records.chunks(m.div_ceil(parts).max(1)).collect();
@@ -327,13 +345,13 @@ impl<A: Adj> MemCsr<A> {
         }
         drop(hist);
         let mut csr = MemCsr { offsets, adj };
-        let loops = csr.sort_lists(base, dedup, threads);
-        Ok((csr, loops))
+        let counts = csr.sort_lists(base, dedup, threads);
+        Ok((csr, counts))
     }
 
     /// Sorts every list; with `dedup` keeps the first of equal targets and
-    /// compacts. Returns the self-loops left.
-    fn sort_lists(&mut self, vbase: u32, dedup: bool, threads: usize) -> u64 {
+    /// compacts. Returns the self-loops and parallel edges left.
+    fn sort_lists(&mut self, vbase: u32, dedup: bool, threads: usize) -> ListCounts {
         let ranges = vertex_ranges(&self.offsets, threads * 16);
         let offsets = &self.offsets;
         let mut pieces: Vec<(usize, usize, &mut [A])> = Vec::with_capacity(ranges.len());
@@ -343,13 +361,14 @@ impl<A: Adj> MemCsr<A> {
             pieces.push((a, b, head));
             rest = tail;
         }
-        // Per piece: kept entries and new degrees (with dedup), self-loops.
-        let done: Vec<(usize, Vec<u32>, u64)> = pieces
+        // Per piece: kept entries and new degrees (with dedup), self-loops and
+        // parallel edges (entries whose target repeats the previous one's).
+        let done: Vec<(usize, Vec<u32>, ListCounts)> = pieces
             .into_par_iter()
             .map(|(a, b, slice)| {
                 let base = offsets[a];
                 let mut w = 0usize;
-                let mut loops = 0u64;
+                let mut counts = ListCounts::default();
                 let mut degs = Vec::new();
                 let mut scratch = Vec::new();
                 for u in a..b {
@@ -379,12 +398,19 @@ impl<A: Adj> MemCsr<A> {
                     let id = vbase + u as u32;
                     let lo = list.partition_point(|x| x.v() < id);
                     let hi = list.partition_point(|x| x.v() <= id);
-                    loops += (hi - lo) as u64;
+                    counts.self_loops += (hi - lo) as u64;
+                    if !dedup {
+                        counts.parallel +=
+                            list.windows(2).filter(|p| p[0].v() == p[1].v()).count() as u64;
+                    }
                 }
-                (w, degs, loops)
+                (w, degs, counts)
             })
             .collect();
-        let loops = done.iter().map(|d| d.2).sum();
+        let mut counts = ListCounts::default();
+        for d in &done {
+            counts += d.2;
+        }
         if dedup {
             let mut write = 0usize;
             let mut off = 0u64;
@@ -405,7 +431,7 @@ impl<A: Adj> MemCsr<A> {
             self.adj.truncate(write);
             self.adj.shrink_to_fit();
         }
-        loops
+        counts
     }
 
     pub fn vertices(&self) -> usize {
@@ -1105,9 +1131,16 @@ mod tests {
                     want.dedup_by_key(|r| r.key());
                 }
                 let loops = want.iter().filter(|r| r.u == r.v).count() as u64;
-                let (csr, got_loops) =
+                let parallel = if dedup {
+                    0
+                } else {
+                    want.windows(2)
+                        .filter(|p| (p[0].u, p[0].v) == (p[1].u, p[1].v))
+                        .count() as u64
+                };
+                let (csr, got) =
                     MemCsr::<TargetWeight>::from_records(&recs, 0, n, dedup, threads).unwrap();
-                assert_eq!(got_loops, loops);
+                assert_eq!((got.self_loops, got.parallel), (loops, parallel));
                 assert_eq!(edges(&csr), want, "dedup {dedup}, threads {threads}");
                 // The transpose is the reversed records in (target, source, weight) order.
                 let t = csr.transpose(threads).unwrap();
@@ -1160,11 +1193,37 @@ mod tests {
             Edge { u: 0, v: 2 },
             Edge { u: 2, v: 0 },
         ];
-        let (csr, loops) = MemCsr::<u32>::from_records(&recs, 0, 4, false, 2).unwrap();
-        assert_eq!(loops, 0);
+        let (csr, counts) = MemCsr::<u32>::from_records(&recs, 0, 4, false, 2).unwrap();
+        assert_eq!(counts, ListCounts::default());
         assert_eq!(csr.offsets, vec![0, 1, 1, 3, 3]);
         assert_eq!(csr.adj, vec![2, 0, 1]);
-        let (csr, loops) = MemCsr::<u32>::from_records(&Vec::<Edge>::new(), 0, 0, true, 2).unwrap();
-        assert_eq!((csr.offsets, csr.adj.len(), loops), (vec![0], 0, 0));
+        let (csr, counts) =
+            MemCsr::<u32>::from_records(&Vec::<Edge>::new(), 0, 0, true, 2).unwrap();
+        assert_eq!(
+            (csr.offsets, csr.adj.len(), counts),
+            (vec![0], 0, ListCounts::default())
+        );
+        // 0 -> 1 three times, 1 -> 1 twice: 2 + 1 parallel, 2 self-loops; none
+        // left after dedup.
+        let recs: Vec<Edge> = [(0, 1), (1, 1), (0, 1), (0, 2), (1, 1), (0, 1)]
+            .iter()
+            .map(|&(u, v)| Edge { u, v })
+            .collect();
+        let (_, counts) = MemCsr::<u32>::from_records(&recs, 0, 3, false, 2).unwrap();
+        assert_eq!(
+            counts,
+            ListCounts {
+                self_loops: 2,
+                parallel: 3
+            }
+        );
+        let (_, counts) = MemCsr::<u32>::from_records(&recs, 0, 3, true, 2).unwrap();
+        assert_eq!(
+            counts,
+            ListCounts {
+                self_loops: 1,
+                parallel: 0
+            }
+        );
     }
 }
