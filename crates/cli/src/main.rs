@@ -226,6 +226,11 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    // Commands that make temporaries remove them on SIGINT/SIGTERM; the ones that
+    // start child processes (bench, limit) keep the default signal handling.
+    if !matches!(cli.cmd, Cmd::Bench(_) | Cmd::Limit(_) | Cmd::Info(_)) {
+        outcore_io::temp::install_signal_cleanup();
+    }
     let hint = read_only_hint(&cli.cmd);
     if let Err(e) = run(cli) {
         let mut text = error_text(&e);
@@ -582,6 +587,20 @@ fn print_info(i: &StoreInfo, verified: bool) {
         );
     } else {
         println!("checksums    not verified (headers only)");
+    }
+    for s in &i.stray {
+        let what = match (s.state, s.pid) {
+            ("running", Some(p)) => format!("temporary of running process {p}"),
+            ("stale", Some(p)) => format!(
+                "left by process {p}, which is gone; the next run in this directory removes it"
+            ),
+            _ => "not part of the store".to_string(),
+        };
+        println!(
+            "stray        {} ({}): {what}",
+            s.name,
+            format_bytes(s.bytes)
+        );
     }
 }
 

@@ -36,6 +36,8 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
     } else {
         Outputs::prepare(a.out.as_deref(), a.out_format, a.stats.as_deref(), &a.store)?
     };
+    // What killed runs left in the work directory (sort runs, spill files).
+    outcore_io::temp::clean_stale(a.work_dir.as_deref().unwrap_or(&a.store));
     if a.engine == Some(EngineArg::Vertex) {
         return crate::vertex::cmd_run_vertex(a, outputs);
     }

@@ -498,6 +498,56 @@ fn a_full_disk_fails_cleanly() {
 }
 
 #[test]
+fn sigint_and_sigterm_remove_an_ingests_temporaries() {
+    let d = tempfile::tempdir().unwrap();
+    let g = make_graph(d.path(), 18);
+    let out = d.path().join("s");
+    let tmp = d.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut interrupted = 0;
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = bin()
+            .args(["ingest", s(&g), "-o", s(&out), "--memory", "8M"])
+            .args(["--tmp-dir", s(&tmp), "--in-edges", "--force"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the build and spill directories, then interrupt.
+        let build = format!(".s.ingest-{}", child.id());
+        let t = std::time::Instant::now();
+        while !d.path().join(&build).exists() && t.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        if o.status.success() {
+            eprintln!("the ingest finished before the signal; nothing to check this time");
+            continue;
+        }
+        interrupted += 1;
+        assert_eq!(o.status.code(), Some(128 + sig), "{err}");
+        assert!(err.contains("interrupted by SIG"), "{err}");
+        assert!(err.contains("removed"), "{err}");
+        let left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .chain(std::fs::read_dir(&tmp).unwrap())
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.') || n.starts_with("outcore-"))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        assert!(!out.exists(), "an interrupted ingest created the output");
+    }
+    assert!(
+        interrupted > 0,
+        "no ingest was interrupted; the graph is too small"
+    );
+}
+
+#[test]
 fn a_killed_ingest_leaves_no_store_and_the_next_one_cleans_up() {
     let d = tempfile::tempdir().unwrap();
     let g = make_graph(d.path(), 17);

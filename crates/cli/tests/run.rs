@@ -312,3 +312,52 @@ fn a_symmetric_matrix_market_file_is_stored_once_per_direction_when_undirected()
         assert_eq!(j["parallel_edges"], 0, "{flags:?}");
     }
 }
+
+#[test]
+fn leftovers_of_killed_runs_are_listed_and_removed_by_the_next_run() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path());
+    // What a SIGKILLed `run mis` leaves (its sort directory) and a run still going.
+    let dead = g.join(".outcore-sort-4999999-abc");
+    std::fs::create_dir(&dead).unwrap();
+    std::fs::write(dead.join("run-0"), vec![0u8; 4096]).unwrap();
+    let live = g.join(format!(".outcore-sort-{}-xyz", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    std::fs::write(g.join("notes.txt"), "mine").unwrap();
+    let o = run(&["info", s(&g), "--json"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let states: Vec<(String, String)> = j["stray"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["name"].as_str().unwrap().to_string(),
+                x["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (".outcore-sort-4999999-abc".into(), "stale".into()),
+            (
+                format!(".outcore-sort-{}-xyz", std::process::id()),
+                "running".into()
+            ),
+            ("notes.txt".into(), "unknown".into()),
+        ]
+    );
+    let text = run(&["info", s(&g)]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("which is gone; the next run"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    let o = run(&["run", "wcc", s(&g)]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!dead.exists(), "the stale sort directory is removed");
+    assert!(live.exists(), "a live process's directory is kept");
+    assert!(g.join("notes.txt").exists(), "files not ours are kept");
+}

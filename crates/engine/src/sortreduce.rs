@@ -377,6 +377,7 @@ type Packed = [u32; 3];
 
 /// Sorts, reduces and spills updates; merges the runs at the end.
 struct SortReduce<'p, P: EdgeProgram> {
+    _registered: outcore_io::temp::Registration,
     prog: &'p P,
     buf: Vec<(u32, u64)>,
     cap: usize,
@@ -398,7 +399,9 @@ impl<'p, P: EdgeProgram> SortReduce<'p, P> {
             std::process::id(),
             SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
+        let registered = outcore_io::temp::register(&path);
         Ok(SortReduce {
+            _registered: registered,
             prog,
             // The whole buffer reserved up front: growing by doubling would overshoot
             // the budget (pages are touched only as updates arrive).

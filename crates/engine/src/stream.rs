@@ -678,10 +678,12 @@ impl<'s> StreamEngine<'s> {
     {
         let t = Instant::now();
         let work = self.work_dir.clone();
+        outcore_io::temp::clean_stale(&work);
         let dir = tempfile::Builder::new()
-            .prefix(".outcore-sort-")
+            .prefix(&format!(".outcore-sort-{}-", std::process::id()))
             .tempdir_in(&work)
             .map_err(|e| outcore_io::IoError::new(&work, "create sort directory", e))?;
+        let registered = outcore_io::temp::register(dir.path());
         let mem = self.budget.remaining().max(16 << 20) / 2;
         let stats = self.store.stats().clone();
         let mut sorter = ExternalSorter::<Keyed>::new(dir.path().to_path_buf(), mem, stats.clone());
@@ -731,6 +733,7 @@ impl<'s> StreamEngine<'s> {
             file,
             edges: count,
             weighted,
+            _registered: registered,
             _dir: dir,
         })
     }
@@ -827,6 +830,8 @@ pub struct SortedEdges {
     file: LayoutFile,
     edges: u64,
     weighted: bool,
+    // Dropped in this order: the registration, then the directory.
+    _registered: outcore_io::temp::Registration,
     _dir: tempfile::TempDir,
 }
 

@@ -414,7 +414,9 @@ pub fn calibrate(
         }
     }
 
+    crate::temp::clean_stale(dir);
     let path = dir.join(format!(".outcore-calibrate-{}", std::process::id()));
+    let _registered = crate::temp::register(&path);
     let guard = TestFile { path: path.clone() };
     let (file, direct) = open_test(&path, true)?;
 

@@ -24,6 +24,7 @@ mod scratch;
 mod sink;
 mod size;
 mod stats;
+pub mod temp;
 
 pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
 pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, SeqReader, ALIGN};

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 pub struct NameLock {
     path: PathBuf,
     _file: File,
+    _registered: crate::temp::Registration,
 }
 
 impl NameLock {
@@ -58,7 +59,11 @@ impl NameLock {
                 .map_err(|e| IoError::new(&path, "stat lock", e))?;
             match std::fs::metadata(&path) {
                 Ok(now) if now.ino() == mine.ino() && now.dev() == mine.dev() => {
-                    return Ok(Some(NameLock { path, _file: file }))
+                    return Ok(Some(NameLock {
+                        _registered: crate::temp::register(&path),
+                        path,
+                        _file: file,
+                    }))
                 }
                 // Unlinked (or replaced) by the previous holder: lock the new one.
                 _ => continue,

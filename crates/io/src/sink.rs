@@ -38,6 +38,7 @@ enum Target {
         path: PathBuf,
         tmp: PathBuf,
         file: Option<File>,
+        _registered: crate::temp::Registration,
     },
 }
 
@@ -154,6 +155,7 @@ impl ResultFile {
         Ok(ResultFile {
             target: Target::Replace {
                 path: real,
+                _registered: crate::temp::register(&tmp),
                 tmp,
                 file: Some(file),
             },
@@ -204,7 +206,9 @@ impl ResultFile {
                     .and_then(|_| w.flush())
                     .map_err(|e| IoError::new(&*p, "write", e))
             }
-            Target::Replace { path, tmp, file } => {
+            Target::Replace {
+                path, tmp, file, ..
+            } => {
                 let file = file.take().expect("written once");
                 let mut w = BufWriter::with_capacity(1 << 20, file);
                 f(&mut w)
@@ -241,7 +245,10 @@ impl ResultFile {
     /// Commits what was written at [`ResultFile::path_to_write`]: the temporary is
     /// flushed to the device and renamed over the target.
     pub fn commit(mut self) -> Result<()> {
-        if let Target::Replace { path, tmp, file } = &mut self.target {
+        if let Target::Replace {
+            path, tmp, file, ..
+        } = &mut self.target
+        {
             drop(file.take());
             let f = File::open(&*tmp).map_err(|e| IoError::new(&*tmp, "open", e))?;
             f.sync_all().map_err(|e| IoError::new(&*tmp, "sync", e))?;

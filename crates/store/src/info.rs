@@ -112,6 +112,76 @@ pub struct StoreInfo {
     pub selections: Vec<crate::manifest::SelectionRecord>,
     /// The V-Part layout (`replication_factor`, `space_overhead`, ...), if built.
     pub vpart: Option<crate::vpart::VpartRecord>,
+    /// Entries of the store directory that are not part of the store.
+    pub stray: Vec<StrayFile>,
+}
+
+/// An entry of a store directory the manifest does not list.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StrayFile {
+    pub name: String,
+    pub bytes: u64,
+    /// `running` (a temporary of a live process), `stale` (a temporary of a
+    /// process that is gone: the next run in this directory removes it) or
+    /// `unknown` (not made by outcore).
+    pub state: &'static str,
+    pub pid: Option<u32>,
+}
+
+/// The entries of `store`'s directory that are not its files.
+pub fn stray_files(store: &Store) -> Vec<StrayFile> {
+    let m = store.manifest();
+    let mut known: std::collections::HashSet<String> =
+        m.files.iter().map(|f| f.name.clone()).collect();
+    known.insert(crate::manifest::MANIFEST.to_string());
+    for s in &m.selections {
+        known.insert(s.file.clone());
+        known.extend(s.lists.clone());
+    }
+    let Ok(rd) = std::fs::read_dir(store.dir()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<StrayFile> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if known.contains(&name) {
+                return None;
+            }
+            let md = e.metadata().ok();
+            let bytes = match &md {
+                Some(m) if m.is_dir() => dir_bytes(&e.path()),
+                Some(m) => m.len(),
+                None => 0,
+            };
+            let pid = outcore_io::temp::temp_pid(&name);
+            let state = match pid {
+                Some(p) if p == std::process::id() || outcore_io::pid_alive(p) => "running",
+                Some(_) => "stale",
+                None => "unknown",
+            };
+            Some(StrayFile {
+                name,
+                bytes,
+                state,
+                pid,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.flatten()
+            .map(|e| match e.metadata() {
+                Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                Ok(m) => m.len(),
+                Err(_) => 0,
+            })
+            .sum()
+    })
 }
 
 /// Gathers the statistics of `store`; with `verify`, streams every file to check
@@ -194,6 +264,7 @@ pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
         order: m.order.clone(),
         selections: m.selections.clone(),
         vpart: m.vpart.clone(),
+        stray: stray_files(store),
     })
 }
 

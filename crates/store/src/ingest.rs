@@ -241,6 +241,7 @@ struct WorkDir {
     build: PathBuf,
     spill: PathBuf,
     committed: bool,
+    _registered: [outcore_io::temp::Registration; 2],
 }
 
 impl Drop for WorkDir {
@@ -292,10 +293,17 @@ fn make_workdir(out: &Path, tmp: Option<&Path>) -> Result<WorkDir> {
     let _ = std::fs::remove_dir_all(&build);
     std::fs::create_dir_all(&build).map_err(|e| IoError::new(&build, "create directory", e))?;
     let spill = match tmp {
-        Some(t) => t.join(format!("outcore-spill-{pid}")),
+        Some(t) => {
+            outcore_io::temp::clean_stale(t);
+            t.join(format!("outcore-spill-{pid}"))
+        }
         None => build.join("spill"),
     };
     let mut wd = WorkDir {
+        _registered: [
+            outcore_io::temp::register(&build),
+            outcore_io::temp::register(&spill),
+        ],
         build,
         spill: spill.clone(),
         committed: false,

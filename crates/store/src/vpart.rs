@@ -235,15 +235,18 @@ struct Spill {
     bufs: Vec<Vec<u8>>,
     cap: usize,
     pos: u64,
+    _registered: outcore_io::temp::Registration,
 }
 
 impl Spill {
     fn new(dir: &Path, streams: usize, memory: u64, stats: Arc<IoStats>) -> Result<Spill> {
         let path = dir.join(format!(".vpart-spill-{}", std::process::id()));
+        let registered = outcore_io::temp::register(&path);
         let out = OutFile::create(&path, stats)?;
         let cap = (memory / streams.max(1) as u64).clamp(4096, 1 << 20) as usize;
         Ok(Spill {
             path,
+            _registered: registered,
             out: Some(out),
             chunks: vec![Vec::new(); streams],
             bufs: vec![Vec::new(); streams],
@@ -475,7 +478,13 @@ pub fn build(
 
     // Assembly: each partition's files in turn, under temporary names.
     let pid = std::process::id();
-    let tmp = |name: &str| dir.join(format!(".{name}.{pid}.tmp"));
+    // Each temporary is registered for removal on SIGINT/SIGTERM while it exists.
+    let registered = std::cell::RefCell::new(Vec::new());
+    let tmp = |name: &str| {
+        let p = dir.join(format!(".{name}.{pid}.tmp"));
+        registered.borrow_mut().push(outcore_io::temp::register(&p));
+        p
+    };
     let mut files: Vec<FileRecord> = Vec::new();
     let mut written: Vec<String> = Vec::new();
     let result = (|| -> Result<VpartRecord> {
