@@ -506,7 +506,7 @@ fn sigint_and_sigterm_remove_an_ingests_temporaries() {
     std::fs::create_dir(&tmp).unwrap();
     let mut interrupted = 0;
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        let mut child = bin()
+        let child = bin()
             .args(["ingest", s(&g), "-o", s(&out), "--memory", "8M"])
             .args(["--tmp-dir", s(&tmp), "--in-edges", "--force"])
             .stderr(std::process::Stdio::piped())
