@@ -225,6 +225,16 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Buffers of 1 MiB and more are mapped and unmapped on their own, and freed
+    // memory goes back to the system: glibc's default raises the mapping threshold
+    // after the first large free, after which freed buffers stay in the arenas of
+    // the threads that used them (tens of MiB beyond --memory for an ingest).
+    // SAFETY: mallopt only sets allocator parameters; no allocation is in flight.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
+    }
     let cli = Cli::parse();
     // Commands that make temporaries remove them on SIGINT/SIGTERM; the ones that
     // start child processes (bench, limit) keep the default signal handling.

@@ -460,6 +460,8 @@ pub struct OutFile {
 
 struct DirectTail {
     buf: AlignedBuf,
+    /// The buffer's size, fixed when the file was created.
+    size: usize,
     filled: usize,
     /// Bytes handed to the file (written, or in flight on the writer thread).
     flushed: u64,
@@ -534,7 +536,23 @@ impl Drop for DirectWriter {
 }
 
 const OUT_BUF: usize = 1 << 20;
+/// The largest (and default) buffer of a direct-mode [`OutFile`].
 const DIRECT_BUF: usize = 8 << 20;
+static DIRECT_BUF_SIZE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(DIRECT_BUF);
+
+/// Sets the buffer of direct-mode writers created from now on (rounded down to a
+/// multiple of 256 KiB, between 256 KiB and 8 MiB). A writer holds up to three
+/// (one filling, two in flight): commands with a small `--memory` shrink them.
+pub fn set_direct_write_buffer(bytes: usize) {
+    let b = (bytes / (256 << 10) * (256 << 10)).clamp(256 << 10, DIRECT_BUF);
+    DIRECT_BUF_SIZE.store(b, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The buffer size of direct-mode writers (see [`set_direct_write_buffer`]).
+pub fn direct_write_buffer() -> usize {
+    DIRECT_BUF_SIZE.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 impl OutFile {
     /// Creates (or truncates) `path`.
@@ -567,7 +585,8 @@ impl OutFile {
                 pos: 0,
                 stats,
                 direct: Some(DirectTail {
-                    buf: AlignedBuf::new(DIRECT_BUF),
+                    buf: AlignedBuf::new(direct_write_buffer()),
+                    size: direct_write_buffer(),
                     filled: 0,
                     flushed: 0,
                     writer: None,
@@ -586,7 +605,8 @@ impl OutFile {
     /// Direct mode: hands the full buffer to the writer thread (started on first
     /// use) and continues with a spare one.
     fn submit_full(&mut self) -> Result<()> {
-        fault::charge_write(DIRECT_BUF).map_err(|e| IoError::new(&self.path, "write", e))?;
+        let size = self.direct.as_ref().expect("direct mode").size;
+        fault::charge_write(size).map_err(|e| IoError::new(&self.path, "write", e))?;
         let d = self.direct.as_mut().expect("direct mode");
         if d.writer.is_none() {
             d.writer = Some(
@@ -601,12 +621,12 @@ impl OutFile {
                 w.reap().map_err(|e| IoError::new(&self.path, "write", e))?;
                 w.spare.pop().expect("reaped buffer")
             }
-            None => AlignedBuf::new(DIRECT_BUF),
+            None => AlignedBuf::new(size),
         };
         let full = std::mem::replace(&mut d.buf, next);
         w.tx.as_ref()
             .expect("writer open")
-            .send((full, DIRECT_BUF, d.flushed))
+            .send((full, size, d.flushed))
             .map_err(|_| {
                 IoError::new(
                     &self.path,
@@ -618,9 +638,9 @@ impl OutFile {
                 )
             })?;
         w.in_flight += 1;
-        d.flushed += DIRECT_BUF as u64;
+        d.flushed += size as u64;
         d.filled = 0;
-        self.stats.add_write(DIRECT_BUF as u64);
+        self.stats.add_write(size as u64);
         Ok(())
     }
 
@@ -685,11 +705,11 @@ impl OutFile {
         if self.direct.is_some() {
             while !data.is_empty() {
                 let d = self.direct.as_mut().expect("direct mode");
-                let k = data.len().min(DIRECT_BUF - d.filled);
+                let k = data.len().min(d.size - d.filled);
                 d.buf.as_mut_slice()[d.filled..d.filled + k].copy_from_slice(&data[..k]);
                 d.filled += k;
                 data = &data[k..];
-                if d.filled == DIRECT_BUF {
+                if d.filled == d.size {
                     self.submit_full()?;
                 }
             }

@@ -27,7 +27,10 @@ mod stats;
 pub mod temp;
 
 pub use calibrate::{calibrate, CalibrateOptions, DeviceProfile};
-pub use file::{sync_dir, AlignedBuf, InFile, OutFile, ReadMode, SeqReader, ALIGN};
+pub use file::{
+    direct_write_buffer, set_direct_write_buffer, sync_dir, AlignedBuf, InFile, OutFile, ReadMode,
+    SeqReader, ALIGN,
+};
 pub use lock::NameLock;
 pub use scratch::ScratchFile;
 pub use sink::{pid_alive, ResultFile};

@@ -361,6 +361,10 @@ pub fn ingest(
         }
     }
     let _lock = lock_output(out)?;
+    // Direct writers' buffers in proportion to the budget (three a writer, a few
+    // writers at once).
+    outcore_io::set_direct_write_buffer((opts.memory / 32) as usize);
+    crate::parse::set_parse_memory(opts.memory);
     let state = check_output(out, opts.force)?;
     let mut probes: Vec<Probe> = inputs
         .iter()
@@ -659,12 +663,22 @@ fn parse_all<R: Record>(
     // --remap: spill raw edges, collect distinct ids.
     let raw_path = c.work.spill.join("raw-edges.bin");
     let mut raw = OutFile::create(&raw_path, c.stats.clone())?;
-    let mut ids: Vec<u64> = Vec::new();
-    let mut threshold = ((c.opts.memory / 4) / 8).max(1 << 16) as usize;
+    // The distinct ids so far, in at most half the budget (8 bytes an id): the
+    // table is compacted (sorted, deduplicated) whenever it fills, and a table
+    // that stays over three quarters full after compaction does not fit.
+    let cap = ((c.opts.memory / 2) / 8).max(1 << 16) as usize;
+    let mut ids: Vec<u64> = Vec::with_capacity(cap);
     let max_v = c.opts.max_vertices;
     let too_many = |k: usize| {
         StoreError::Invalid(format!(
             "more than {max_v} distinct vertices ({k} found): a store numbers vertices with u32, at most {max_v}"
+        ))
+    };
+    let memory = c.opts.memory;
+    let too_big = |k: usize| {
+        StoreError::Invalid(format!(
+            "--remap keeps the distinct ids in memory (8 bytes each, in half of --memory): more than {k} distinct ids do not fit --memory {}; raise --memory (16 bytes per distinct vertex at least), or ingest without --remap when the ids are dense",
+            outcore_io::format_bytes(memory)
         ))
     };
     for (path, p) in c.inputs.iter().zip(c.probes) {
@@ -679,21 +693,21 @@ fn parse_all<R: Record>(
                     bytes.extend_from_slice(&e.u.to_le_bytes());
                     bytes.extend_from_slice(&e.v.to_le_bytes());
                     bytes.extend_from_slice(&e.w.to_le_bytes());
+                    if ids.len() + 2 > cap {
+                        ids.par_sort_unstable();
+                        ids.dedup();
+                        if ids.len() as u64 > max_v {
+                            return Err(too_many(ids.len()));
+                        }
+                        if ids.len() > cap / 4 * 3 {
+                            return Err(too_big(ids.len()));
+                        }
+                    }
                     ids.push(e.u);
                     ids.push(e.v);
                 }
                 raw.write_all(&bytes)?;
                 input_edges.set(input_edges.get() + edges.len() as u64);
-                if ids.len() >= threshold {
-                    ids.par_sort_unstable();
-                    ids.dedup();
-                    if ids.len() as u64 > max_v {
-                        return Err(too_many(ids.len()));
-                    }
-                    if ids.len() > threshold / 2 {
-                        threshold *= 2;
-                    }
-                }
                 Ok(())
             },
             None,

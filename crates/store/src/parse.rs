@@ -26,8 +26,28 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Bytes per read chunk (a multiple of 8, 12 and 16, the binary record sizes).
+/// Bytes per read chunk at most (a multiple of 8, 12 and 16, the binary record
+/// sizes); smaller under a small budget ([`set_parse_memory`]).
 pub const CHUNK: usize = 6 << 20;
+/// Chunks are whole multiples of this (48 x 16 KiB: whole records of every binary
+/// format, whole pages for `O_DIRECT` reads).
+const CHUNK_UNIT: usize = 768 << 10;
+static CHUNK_SIZE: AtomicU64 = AtomicU64::new(CHUNK as u64);
+
+/// Sizes the parser's buffers for a budget of `bytes`: chunks of about an 88th of
+/// it (768 KiB to 6 MiB), so that parsing takes about a quarter of the budget.
+/// Parsing holds about 22 chunks' worth: a batch of up to four chunks being parsed
+/// and their decoded edges (24 bytes an edge, three times a bin32 chunk), the
+/// read-ahead's blocks and the `O_DIRECT` reader's buffer.
+pub fn set_parse_memory(bytes: u64) {
+    let units = (bytes as usize / 88 / CHUNK_UNIT).clamp(1, CHUNK / CHUNK_UNIT);
+    CHUNK_SIZE.store((units * CHUNK_UNIT) as u64, Ordering::Relaxed);
+}
+
+/// The current chunk size (see [`set_parse_memory`]).
+fn chunk_size() -> usize {
+    CHUNK_SIZE.load(Ordering::Relaxed) as usize
+}
 
 /// An input file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +176,7 @@ fn open_input(
         Some(stats) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
             Box::new(SeqReader::new(
                 InFile::open(path, ReadMode::Direct, stats.clone())?,
-                4 << 20,
+                chunk_size().min(4 << 20),
             ))
         }
         _ => Box::new(File::open(path).map_err(|e| IoError::new(path, "cannot open input", e))?),
@@ -194,7 +214,7 @@ impl ReadAhead {
         let (back, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(8);
         std::thread::spawn(move || loop {
             let mut b = spare.try_recv().unwrap_or_default();
-            b.resize(READ_BLOCK, 0);
+            b.resize(READ_BLOCK.min(chunk_size()), 0);
             let mut n = 0;
             let r = loop {
                 match inner.read(&mut b[n..]) {
@@ -979,6 +999,7 @@ pub fn parse_input(
     let mut file_cols: Option<(usize, u64)> = None;
     let mut eof = false;
     let rs = fmt.record_size();
+    let chunk = chunk_size();
     while !eof {
         // Read a batch of chunks sequentially.
         let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(batch);
@@ -988,10 +1009,10 @@ pub fn parse_input(
             buf.extend_from_slice(&carry);
             carry.clear();
             let start = buf.len();
-            buf.resize(start + CHUNK, 0);
+            buf.resize(start + chunk, 0);
             let n = fill(&mut r, &mut buf[start..], path)?;
             buf.truncate(start + n);
-            if n < CHUNK {
+            if n < chunk {
                 eof = true;
             }
             if first && !fmt.is_binary() {

@@ -242,7 +242,7 @@ fn partition_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32, leaf: u
     if v.len() <= leaf || bits == 0 {
         return vec![(lo, pos)];
     }
-    let (parts, shift) = split_level(v, pos, lo, bits);
+    let (parts, shift) = split_level(v, pos, lo, bits, leaf);
     parts
         .into_par_iter()
         .with_min_len(16)
@@ -258,9 +258,25 @@ type Part<'a, R> = (u32, u64, &'a mut [R]);
 /// One level's permutation of `v` (at run position `pos`, sources `lo .. lo +
 /// 2^bits`, `bits` > 0) by its top digit: the non-empty buckets in order, and the
 /// bits left below the digit.
-fn split_level<R: Record>(v: &mut [R], pos: u64, lo: u32, bits: u32) -> (Vec<Part<'_, R>>, u32) {
-    // Digits of at most 8 bits: the permutation's 256 write heads stay in cache.
-    let width = bits.min(8);
+///
+/// The digit is at most 8 bits wide (the permutation's 256 write heads stay in
+/// cache) and no wider than it takes to bring buckets down to about `leaf`
+/// records: a bucket of 300 records split 256 ways would give a run index entry
+/// (16 bytes) for every record or two, and the index of every run stays in memory
+/// until the runs are consumed.
+fn split_level<R: Record>(
+    v: &mut [R],
+    pos: u64,
+    lo: u32,
+    bits: u32,
+    leaf: usize,
+) -> (Vec<Part<'_, R>>, u32) {
+    let needed = v
+        .len()
+        .div_ceil(leaf.max(1))
+        .next_power_of_two()
+        .trailing_zeros();
+    let width = bits.min(8).min(needed.max(1));
     let shift = bits - width;
     let buckets = 1usize << width;
     let mask = (buckets - 1) as u32;
@@ -339,7 +355,7 @@ fn write_partitioned<R: Record>(v: &mut [R], leaf: usize, out: &mut OutFile) -> 
         });
     }
     let total = v.len();
-    let (parts, shift) = split_level(v, 0, 0, bits);
+    let (parts, shift) = split_level(v, 0, 0, bits, leaf);
     let mut groups: Vec<Vec<Part<'_, R>>> = Vec::new();
     let mut size = 0;
     for part in parts {
@@ -447,8 +463,8 @@ impl<R: Record> ExternalSorter<R> {
         if self.buf.len() == self.capacity {
             self.spill(true)?;
         }
-        if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(self.capacity.min(1 << 20));
+        if self.buf.len() == self.buf.capacity() {
+            self.grow();
         }
         self.buf.push(r);
         self.total += 1;
@@ -461,15 +477,24 @@ impl<R: Record> ExternalSorter<R> {
             if self.buf.len() == self.capacity {
                 self.spill(true)?;
             }
-            if self.buf.capacity() == 0 {
-                self.buf.reserve_exact(self.capacity.min(1 << 20));
+            if self.buf.len() == self.buf.capacity() {
+                self.grow();
             }
-            let k = (self.capacity - self.buf.len()).min(rs.len());
+            let k = (self.buf.capacity() - self.buf.len()).min(rs.len());
             self.buf.extend_from_slice(&rs[..k]);
             self.total += k as u64;
             rs = &rs[k..];
         }
         Ok(())
+    }
+
+    /// Grows the buffer towards its capacity without passing it (a doubling
+    /// `Vec` would overshoot the budget by up to its size): by its length, at
+    /// least 1M records, at most to the capacity.
+    fn grow(&mut self) {
+        let len = self.buf.len();
+        let add = len.max(1 << 20).min(self.capacity - len).max(1);
+        self.buf.reserve_exact(add);
     }
 
     /// Waits for the background run, records it and returns its buffer.
@@ -627,10 +652,11 @@ impl<R: Record> Drop for ExternalSorter<R> {
 pub const LEAF_RECORDS: usize = 4096;
 
 /// The largest unsorted segment of a run of `len` records: [`LEAF_RECORDS`], or
-/// finer for short runs (at least 16), so that the bounds on a range's records
-/// stay within about a thousandth of the run.
+/// finer for short runs (at least 64), so that the bounds on a range's records
+/// stay within about a 256th of the run while the run's index (16 bytes a
+/// segment, held until the run is consumed) stays near 256 entries.
 pub fn leaf_size(len: u64) -> usize {
-    ((len / 1024) as usize).clamp(16, LEAF_RECORDS)
+    ((len / 256) as usize).clamp(64, LEAF_RECORDS)
 }
 
 /// One run being consumed in ascending source ranges.
