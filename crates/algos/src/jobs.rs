@@ -17,7 +17,7 @@
 
 use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
 use outcore_engine::{prefetch, prefetch_each, Job, JobCtx, Task};
-use outcore_state::{atomic_add_f64, AtomicBitmap, VertexArray};
+use outcore_state::{atomic_add_f64, AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::{IdMap, Store};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -107,19 +107,23 @@ pub trait BspJob: Job {
 /// Builds the job of `spec` on `store` (the root resolved to a dense id).
 pub fn make_job(spec: &JobSpec, store: &Store) -> Result<Box<dyn BspJob>> {
     let ids = Arc::new(store.id_map()?);
-    let mut jobs = make_jobs(std::slice::from_ref(spec), store, &ids)?;
+    let budget = StateBudget::new(u64::MAX, store.dir().to_path_buf());
+    let mut jobs = make_jobs(std::slice::from_ref(spec), store, &ids, &budget)?;
     Ok(jobs.pop().expect("one spec, one job"))
 }
 
 /// Builds the jobs of `specs` on `store`, resolving roots with `ids`. What the jobs
 /// share — the id map, the out-degrees of PageRank — is read once for all of them.
+/// Their vertex arrays come from `budget`: in memory while it lasts, mapped from
+/// the work directory beyond (as `outcore run` does).
 pub fn make_jobs(
     specs: &[JobSpec],
     store: &Store,
     ids: &Arc<IdMap>,
+    budget: &StateBudget,
 ) -> Result<Vec<Box<dyn BspJob>>> {
     let n = store.vertices() as usize;
-    let mut out_degrees: Option<Arc<Vec<u32>>> = None;
+    let mut out_degrees: Option<Arc<VertexArray<u32>>> = None;
     let mut jobs: Vec<Box<dyn BspJob>> = Vec::with_capacity(specs.len());
     for spec in specs {
         let root = match spec.root {
@@ -134,35 +138,39 @@ pub fn make_jobs(
         jobs.push(match spec.algo {
             Algo::Bfs => Box::new(Bfs {
                 root: root.expect("checked"),
-                st: VertexArray::in_memory(n, u64::MAX),
+                st: budget.alloc("bfs", n, u64::MAX)?,
             }),
             Algo::Sssp => Box::new(Sssp {
                 root: root.expect("checked"),
-                st: VertexArray::in_memory(n, u64::MAX),
+                st: budget.alloc("sssp", n, u64::MAX)?,
                 bad: AtomicU64::new(u64::MAX),
                 bad_w: AtomicU64::new(0),
                 ids: ids.clone(),
             }),
             Algo::Wcc => Box::new(WccUf {
-                parent: VertexArray::in_memory(n, 0),
+                parent: budget.alloc("wcc", n, 0)?,
             }),
             Algo::WccLp => Box::new(Wcc {
-                label: VertexArray::in_memory(n, 0),
+                label: budget.alloc("wcc-lp", n, 0)?,
                 directed: store.manifest().directed,
                 changed: AtomicBool::new(false),
             }),
             Algo::PageRank => {
                 let deg = match &out_degrees {
                     Some(d) => d.clone(),
-                    None => out_degrees.insert(Arc::new(store.degrees("out")?)).clone(),
+                    None => {
+                        let mut d = budget.alloc("out-degree", n, 0u32)?;
+                        store.degrees_into("out", &mut d)?;
+                        out_degrees.insert(Arc::new(d)).clone()
+                    }
                 };
                 Box::new(PageRank {
                     iterations: spec.iterations.unwrap_or(10),
                     damping: spec.damping,
                     deg,
-                    rank: VertexArray::in_memory(n, 1.0 / n as f64),
-                    contrib: VertexArray::in_memory(n, 0.0),
-                    sum: VertexArray::in_memory(n, 0.0),
+                    rank: budget.alloc("rank", n, 1.0 / n as f64)?,
+                    contrib: budget.alloc("contrib", n, 0.0)?,
+                    sum: budget.alloc("sum", n, 0.0)?,
                 })
             }
             a => {
@@ -435,7 +443,7 @@ impl BspJob for WccUf {
 struct PageRank {
     iterations: u64,
     damping: f64,
-    deg: Arc<Vec<u32>>,
+    deg: Arc<VertexArray<u32>>,
     rank: VertexArray<f64>,
     contrib: VertexArray<f64>,
     sum: VertexArray<f64>,

@@ -14,9 +14,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 /// Out-degrees from the store, as a vertex array within the budget.
 pub(crate) fn out_degrees(e: &StreamEngine) -> Result<outcore_state::VertexArray<u32>> {
-    let d = e.store().degrees("out")?;
     let mut a = e.alloc::<u32>("out-degree", 0)?;
-    a.copy_from_slice(&d);
+    e.store().degrees_into("out", &mut a)?;
     Ok(a)
 }
 

@@ -16,7 +16,7 @@ pub struct RunArgs {
     pub root: Option<u64>,
     /// Memory budget of the streaming engine (vertex arrays, block ring, bitmaps),
     /// e.g. 512M, 4G. The vertex engine sizes its caches by --cache-split instead.
-    #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
+    #[arg(long, default_value = "1G", value_parser = parse_memory_arg)]
     pub memory: u64,
     /// Worker threads (default: one per core).
     #[arg(long)]
@@ -150,6 +150,25 @@ pub enum OutFormat {
     Npy,
     /// Comma-separated `id,value` lines after an `id,value` header.
     Csv,
+}
+
+/// The smallest `--memory` any command accepts. What a run takes beyond
+/// `--memory` (the program, thread stacks, buffers not counted against it) is the
+/// constant docs/benchmarks.md measures; below this floor a budget would be all
+/// constant, so it is refused at once, with this one message, by every command.
+pub const MIN_MEMORY: u64 = 8 << 20;
+
+/// `--memory SIZE`: a size of at least [`MIN_MEMORY`].
+pub(crate) fn parse_memory_arg(s: &str) -> std::result::Result<u64, String> {
+    let m = parse_size(s).map_err(|e| e.to_string())?;
+    if m < MIN_MEMORY {
+        return Err(format!(
+            "{} is below the floor of {} that every outcore command needs; give --memory 8M or more",
+            outcore_io::format_bytes(m),
+            outcore_io::format_bytes(MIN_MEMORY)
+        ));
+    }
+    Ok(m)
 }
 
 pub(crate) fn parse_size_arg(s: &str) -> std::result::Result<u64, String> {

@@ -33,7 +33,7 @@ pub struct PartitionArgs {
     #[arg(long)]
     pub partitions: Option<u32>,
     /// Memory budget of the partitioning itself.
-    #[arg(long, default_value = "1G", value_parser = crate::args::parse_size_arg)]
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_memory_arg)]
     pub memory: u64,
 }
 

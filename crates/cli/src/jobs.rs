@@ -12,6 +12,7 @@ use outcore_algos::verify::verify;
 use outcore_algos::{Algo, Params};
 use outcore_engine::{Granularity, IoMode, Job, JobStats, JobsConfig, JobsEngine, JobsObserver};
 use outcore_io::{format_bytes, parse_size, DeviceProfile, IoStats, ReadMode};
+use outcore_state::StateBudget;
 use outcore_store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ pub struct JobsArgs {
     #[arg(required = true)]
     specs: Vec<String>,
     /// Memory budget for loaded sub-blocks, e.g. 512M.
-    #[arg(long, default_value = "1G", value_parser = |s: &str| parse_size(s))]
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_memory_arg)]
     memory: u64,
     /// Worker threads shared by the jobs (default: one per core).
     #[arg(long)]
@@ -61,6 +62,9 @@ pub struct JobsArgs {
     /// Read the store with O_DIRECT.
     #[arg(long)]
     direct: bool,
+    /// Directory for vertex arrays mapped beyond --memory (default: the store).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
     /// Write one result file per job here: job-N-ALGO.{txt,bin,npy,csv}.
     #[arg(long)]
     out_dir: Option<PathBuf>,
@@ -90,6 +94,7 @@ impl JobsArgs {
             dfvu_rounds: 1,
             no_reuse: false,
             direct: false,
+            work_dir: None,
             out_dir: None,
             out_format: OutFormat::Text,
             verify: true,
@@ -159,7 +164,28 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let store = Store::open_with(&a.store, mode, stats)
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = Arc::new(store.id_map()?);
-    let mut jobs: Vec<Box<dyn BspJob>> = make_jobs(&specs, &store, &ids)?;
+    // --memory covers the jobs' vertex state as `run` covers it: arrays in memory
+    // while they fit what the budget leaves beside a quarter of it kept for the
+    // engine's sub-blocks, mapped from the work directory beyond; the engine gets
+    // what the arrays leave.
+    // The frontier lists and bitmaps stay in memory: a budget that cannot hold
+    // them beside the engine's share is refused now, not OOM-killed later.
+    let engine_floor = (a.memory / 4).max(4 << 20);
+    let frontier = JobsEngine::frontier_bytes(store.vertices(), specs.len());
+    if frontier + engine_floor > a.memory {
+        bail!(
+            "{} jobs over {} vertices keep {} of active lists and bitmaps in memory, which --memory {} cannot hold beside the engine's sub-blocks; give --memory {} or more",
+            specs.len(),
+            store.vertices(),
+            format_bytes(frontier),
+            format_bytes(a.memory),
+            format_bytes((frontier + (4 << 20)) * 4 / 3 + (1 << 20))
+        );
+    }
+    let work_dir = a.work_dir.clone().unwrap_or_else(|| a.store.clone());
+    outcore_io::temp::clean_stale(&work_dir);
+    let state = StateBudget::new(a.memory - engine_floor - frontier, work_dir);
+    let mut jobs: Vec<Box<dyn BspJob>> = make_jobs(&specs, &store, &ids, &state)?;
     let profile = DeviceProfile::load_or_find(a.profile.as_deref())?;
     if profile.is_none() && a.io_mode == IoMode::Auto {
         eprintln!("jobs: no device profile (outcore calibrate DIR --save); the cost model assumes 500 MB/s sequential, 50 MB/s random");
@@ -174,7 +200,16 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         dfvu_rounds: a.dfvu_rounds,
         reuse: !a.no_reuse,
     };
-    let mut engine = JobsEngine::new(&store, cfg)?;
+    let mut engine = JobsEngine::with_budget(&store, cfg, &state)?;
+    let state_bytes = state.total() - state.remaining();
+    engine.set_memory(a.memory - frontier - state_bytes);
+    if state.mapped_count() > 0 {
+        eprintln!(
+            "jobs: warning: the jobs' vertex state does not fit --memory {} beside the engine's sub-blocks; mapped from the work directory (slower): {}",
+            format_bytes(a.memory),
+            state.describe().join(", ")
+        );
+    }
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("     jobs {spinner} {msg} {elapsed}").unwrap());
     engine.set_observer(Box::new(Bar {
@@ -239,6 +274,8 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
             "io_mode": a.io_mode,
             "io_granularity": a.io_granularity,
             "dfvu": !a.no_dfvu,
+            "vertex_state": state.describe(),
+            "vertex_state_bytes_in_memory": state_bytes,
             "reuse": !a.no_reuse,
             "seconds": secs,
             "peak_rss_bytes": peak,

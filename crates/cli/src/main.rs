@@ -15,7 +15,7 @@ mod vertex;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use outcore_io::{format_bytes, parse_size, IoStats};
+use outcore_io::{format_bytes, IoStats};
 use outcore_store::info::{store_info, StoreInfo};
 use outcore_store::{Format, IngestOptions, Store};
 use outcore_testkit::gen::{generate, GenKind, GenOptions};
@@ -162,7 +162,7 @@ struct IngestArgs {
     #[arg(long)]
     drop_self_loops: bool,
     /// Memory budget, e.g. 512M, 1G.
-    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    #[arg(long, default_value = "1G", value_parser = args::parse_memory_arg)]
     memory: u64,
     /// Grid partitions P (P x P blocks); default chosen from the vertex count and budget.
     #[arg(long)]

@@ -403,7 +403,7 @@ pub struct ReorderArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Memory budget of the rewrite (sort buffers).
-    #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_memory_arg)]
     pub memory: u64,
     /// Replace OUT if it exists.
     #[arg(long)]

@@ -565,7 +565,7 @@ fn a_killed_ingest_leaves_no_store_and_the_next_one_cleans_up() {
                 "--undirected",
                 "--in-edges",
                 "--memory",
-                "4M",
+                "8M",
             ])
             .spawn()
             .unwrap();

@@ -128,3 +128,57 @@ fn jobs_match_single_runs_and_refuse_bad_specs() {
         assert!(!err(&o).contains("jobs: "), "ran anyway: {}", err(&o));
     }
 }
+
+#[test]
+fn jobs_state_beyond_the_budget_is_mapped_and_answers_hold() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let input = dir.path().join("k.bin32");
+    let o = run(&["generate", "kronecker", "--scale", "17", "-o", s(&input)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let store = dir.path().join("k");
+    let o = run(&["ingest", s(&input), "-o", s(&store), "--partitions", "4"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let stats = dir.path().join("stats.json");
+    // The first edge's source has edges to follow.
+    let first = std::fs::read(&input).unwrap();
+    let root = u32::from_le_bytes(first[0..4].try_into().unwrap());
+    let (bfs, sssp) = (format!("bfs:root={root}"), format!("sssp:root={root}"));
+    let specs = ["pagerank:iterations=3", bfs.as_str(), "wcc", sssp.as_str()];
+    // 131072 vertices: about 7 MiB of vertex state, more than --memory 8M leaves
+    // beside the engine's share and the frontier lists.
+    let mut args = vec!["jobs", s(&store)];
+    args.extend_from_slice(&specs);
+    args.extend_from_slice(&["--memory", "8M", "--verify", "--stats", s(&stats)]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("mapped from the work directory"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(err(&o).matches("verify job").count(), 4, "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    let described = j["vertex_state"].as_array().unwrap();
+    assert!(described
+        .iter()
+        .any(|x| x.as_str().unwrap().contains("mapped")));
+    assert!(j["vertex_state_bytes_in_memory"].as_u64().unwrap() <= 8 << 20);
+    // A budget that cannot hold the frontier of a graph refuses at once.
+    let big = dir.path().join("big.bin32");
+    let o = run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        "20",
+        "--edge-factor",
+        "1",
+        "-o",
+        s(&big),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let bs = dir.path().join("b");
+    assert!(run(&["ingest", s(&big), "-o", s(&bs)]).status.success());
+    let o = run(&["jobs", s(&bs), "wcc", "bfs:root=1", "--memory", "8M"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("active lists and bitmaps"), "{}", err(&o));
+}

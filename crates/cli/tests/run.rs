@@ -361,3 +361,38 @@ fn leftovers_of_killed_runs_are_listed_and_removed_by_the_next_run() {
     assert!(live.exists(), "a live process's directory is kept");
     assert!(g.join("notes.txt").exists(), "files not ours are kept");
 }
+
+#[test]
+fn budgets_below_the_floor_are_refused_at_once_by_every_command() {
+    let d = tempfile::tempdir().unwrap();
+    let g = store(d.path());
+    let g = s(&g);
+    let input = d.path().join("g.txt");
+    let out = d.path().join("o");
+    for args in [
+        vec!["run", "bfs", g, "--root", "10", "--memory", "1K"],
+        vec!["run", "wcc", g, "--memory", "0"],
+        vec!["jobs", g, "wcc", "--memory", "7M"],
+        vec!["ingest", s(&input), "-o", s(&out), "--memory", "1M"],
+        vec!["partition", g, "--vertex-memory", "1M", "--memory", "2M"],
+        vec![
+            "reorder",
+            g,
+            "-o",
+            s(&out),
+            "--order",
+            "degree",
+            "--memory",
+            "4M",
+        ],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains("below the floor of 8.00 MiB that every outcore command needs"),
+            "{args:?}: {}",
+            err(&o)
+        );
+        assert!(!out.exists());
+    }
+}

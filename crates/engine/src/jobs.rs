@@ -157,7 +157,7 @@
 
 use crate::{EngineError, Result, AHEAD};
 use outcore_io::{DeviceProfile, IoSnapshot};
-use outcore_state::AtomicBitmap;
+use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::lists::{ListGroup, ListReader};
 use outcore_store::reader::{Block, GridReader, RawBlock};
 use outcore_store::Store;
@@ -863,7 +863,7 @@ fn process<'b>(
 pub struct JobsEngine<'s> {
     store: &'s Store,
     cfg: JobsConfig,
-    degrees: Vec<u32>,
+    degrees: VertexArray<u32>,
     stats: JobsStats,
     observer: Option<Box<dyn JobsObserver>>,
 }
@@ -875,7 +875,31 @@ impl<'s> JobsEngine<'s> {
                 "the I/O block size must be positive".into(),
             ));
         }
-        let degrees = store.degrees("out")?;
+        let degrees = VertexArray::from_vec(store.degrees("out")?);
+        Ok(JobsEngine {
+            store,
+            cfg,
+            degrees,
+            stats: JobsStats::default(),
+            observer: None,
+        })
+    }
+
+    /// [`JobsEngine::new`] with the out-degrees it keeps (4 bytes a vertex) taken
+    /// from `budget`: in memory while it lasts, mapped from the work directory
+    /// beyond, like the jobs' own vertex arrays.
+    pub fn with_budget(
+        store: &'s Store,
+        cfg: JobsConfig,
+        budget: &StateBudget,
+    ) -> Result<JobsEngine<'s>> {
+        if cfg.io_block == 0 {
+            return Err(EngineError::Invalid(
+                "the I/O block size must be positive".into(),
+            ));
+        }
+        let mut degrees = budget.alloc("jobs-out-degree", store.vertices() as usize, 0u32)?;
+        store.degrees_into("out", &mut degrees)?;
         Ok(JobsEngine {
             store,
             cfg,
@@ -887,6 +911,20 @@ impl<'s> JobsEngine<'s> {
 
     pub fn set_observer(&mut self, o: Box<dyn JobsObserver>) {
         self.observer = Some(o);
+    }
+
+    /// What a run of `jobs` jobs holds in memory per vertex of a store of
+    /// `vertices`, beside the jobs' own arrays and the sub-blocks: the iteration's
+    /// active set as a list and its per-row copies (4 bytes each, at most every
+    /// vertex), and two bitmaps per job plus the shared one.
+    pub fn frontier_bytes(vertices: u64, jobs: usize) -> u64 {
+        vertices * 8 + (2 * jobs as u64 + 1) * vertices.div_ceil(8)
+    }
+
+    /// Sets the memory for loaded sub-blocks (what the budget leaves beside the
+    /// vertex state, once that is allocated).
+    pub fn set_memory(&mut self, bytes: u64) {
+        self.cfg.memory = bytes;
     }
 
     pub fn stats(&self) -> &JobsStats {

@@ -332,6 +332,13 @@ impl LayoutFile {
 
     /// Reads the whole payload as a vector of `T`, checking the CRC.
     pub fn read_all<T: bytemuck::Pod>(&self) -> Result<Vec<T>> {
+        let mut v: Vec<T> = vec![T::zeroed(); self.elements::<T>()?];
+        self.read_all_into(&mut v)?;
+        Ok(v)
+    }
+
+    /// The payload's length in elements of `T`.
+    pub fn elements<T: bytemuck::Pod>(&self) -> Result<usize> {
         let size = std::mem::size_of::<T>() as u64;
         if !self.header.payload_len.is_multiple_of(size) {
             return Err(corrupt(
@@ -339,21 +346,31 @@ impl LayoutFile {
                 "payload length is not a whole number of elements",
             ));
         }
-        let mut v: Vec<T> = vec![T::zeroed(); (self.header.payload_len / size) as usize];
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
+        Ok((self.header.payload_len / size) as usize)
+    }
+
+    /// Reads the whole payload into `out` (which may be a mapped array: nothing
+    /// else is allocated), checking its length and CRC.
+    pub fn read_all_into<T: bytemuck::Pod>(&self, out: &mut [T]) -> Result<()> {
+        if out.len() != self.elements::<T>()? {
+            return Err(corrupt(self.file.path(), "wrong number of entries"));
+        }
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let mut h = crc32fast::Hasher::new();
         let mut off = 0usize;
         while off < bytes.len() {
-            let n = (bytes.len() - off).min(64 << 20);
+            let n = (bytes.len() - off).min(4 << 20);
             self.read_payload(off as u64, &mut bytes[off..off + n])?;
+            h.update(&bytes[off..off + n]);
             off += n;
         }
-        if crc32fast::hash(bytemuck::cast_slice(&v)) != self.header.crc {
+        if h.finalize() != self.header.crc {
             return Err(corrupt(
                 self.file.path(),
                 "checksum mismatch: the payload is damaged",
             ));
         }
-        Ok(v)
+        Ok(())
     }
 
     /// Streams the whole payload and checks its CRC against the header.

@@ -353,6 +353,19 @@ impl Store {
     }
 
     /// Out-degrees (`"out"`) or in-degrees (`"in"`), checksum-verified.
+    /// Reads the degrees (`out` or `in`) into `out`, one entry per vertex (a
+    /// mapped vertex array, say: nothing else is allocated).
+    pub fn degrees_into(&self, dir: &str, out: &mut [u32]) -> Result<()> {
+        if out.len() as u64 != self.vertices() {
+            return Err(corrupt(
+                self.dir.join(format!("degrees.{dir}")),
+                "wrong number of entries",
+            ));
+        }
+        self.layout(&format!("degrees.{dir}"), FileKind::Degrees)?
+            .read_all_into(out)
+    }
+
     pub fn degrees(&self, dir: &str) -> Result<Vec<u32>> {
         let d: Vec<u32> = self
             .layout(&format!("degrees.{dir}"), FileKind::Degrees)?
