@@ -2,7 +2,8 @@
 # Does --memory hold? Every command at every budget under a hard memory limit of
 # --memory + CONSTANT (outcore limit: a child cgroup, the inputs evicted from the
 # page cache first): one JSON line per run on stdout (peak RSS, cgroup peak, OOM
-# kills, exit code, seconds), a markdown table on stderr at the end.
+# kills, exit code, seconds), a markdown table on stderr at the end. PER_RUN
+# (seconds, default 300) bounds each run.
 #
 #   bench/budgets.sh OUTCORE INPUT_BIN32 STORE [CONSTANT] [BUDGETS...]
 #
@@ -13,6 +14,9 @@
 #     64M 32M 64M 128M 256M 1G
 set -euo pipefail
 bin=$1 input=$2 store=$3 constant=${4:-64M}
+# A run that takes longer (vertex state mapped under a tight limit) is stopped
+# with SIGTERM and shown as exit 143.
+per_run=${PER_RUN:-300}
 shift 4 || shift $#
 budgets=("$@")
 [ ${#budgets[@]} -eq 0 ] && budgets=(32M 64M 128M 256M 1G)
@@ -32,6 +36,7 @@ rows=(
   "run pagerank|run pagerank $store --iterations 5"
   "run pagerank-delta|run pagerank-delta $store --iterations 5"
   "run spmv|run spmv $store"
+  "jobs wcc|jobs $store wcc"
   "jobs pagerank+bfs+wcc+sssp|jobs $store pagerank:iterations=5 bfs:root=1525364 wcc sssp:root=1655433"
 )
 for m in "${budgets[@]}"; do
@@ -42,7 +47,7 @@ for m in "${budgets[@]}"; do
     [[ $name == ingest* ]] && evict=$input
     # shellcheck disable=SC2086
     "$bin" limit --mem "$limit" --evict "$evict" --json "$tmp/limit.json" -- \
-      "$bin" $cmd --memory "$m" >/dev/null 2>"$tmp/err" </dev/null || true
+      timeout "$per_run" "$bin" $cmd --memory "$m" >/dev/null 2>"$tmp/err" </dev/null || true
     python3 - "$name" "$m" "$limit" "$tmp" <<'PY'
 import json, sys
 name, m, limit, tmp = sys.argv[1:]
@@ -61,7 +66,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 budgets = list(dict.fromkeys(r["memory"] for r in rows))
 cmds = list(dict.fromkeys(r["command"] for r in rows))
 cell = {(r["command"], r["memory"]): r for r in rows}
-print(f"Peak RSS in MiB (OOM kills) under a hard limit of --memory + {sys.argv[2]}:\n")
+print(f"Peak RSS in MiB (OOM kills), wall seconds, under a hard limit of --memory + {sys.argv[2]}:\n")
 print("| command | " + " | ".join(f"--memory {b}" for b in budgets) + " |")
 print("|---|" + "---|" * len(budgets))
 for c in cmds:
@@ -71,8 +76,10 @@ for c in cmds:
         if r is None:
             out.append("")
             continue
-        s = f"{r['max_rss_bytes'] / 2**20:.0f} ({r['oom_kills']})"
-        if r["exit"] != 0:
+        s = f"{r['max_rss_bytes'] / 2**20:.0f} ({r['oom_kills']}), {r['wall_s']:.0f} s"
+        if r["exit"] == 143:
+            s += " stopped"
+        elif r["exit"] != 0:
             s += f" exit {r['exit']}"
         out.append(s)
     print(f"| {c} | " + " | ".join(out) + " |")
