@@ -1,4 +1,4 @@
-//! Graph generators, streamed to disk.
+//! # outcore-gen — graph generators, streamed to disk (`outcore generate`)
 //!
 //! * `kronecker`: the Graph500 generator (A=0.57, B=0.19, C=0.19; edge factor 16):
 //!   each edge picks one quadrant per level with the spec's conditional draws,
@@ -13,6 +13,8 @@
 //! Invariant: output bytes depend only on the parameters and the seed (see
 //! [`crate::rng`]); edges are produced in parallel chunks and written in order, so
 //! memory stays at a few chunks whatever the graph size.
+
+pub mod rng;
 
 use crate::rng::{below, hash3, unit_f64, weight, Feistel};
 use outcore_io::{IoError, IoStats, OutFile};
