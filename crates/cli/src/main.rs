@@ -15,10 +15,10 @@ mod vertex;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use outcore_gen::{generate, GenKind, GenOptions};
 use outcore_io::{format_bytes, IoStats};
 use outcore_store::info::{store_info, StoreInfo};
 use outcore_store::{Format, IngestOptions, Store};
-use outcore_gen::{generate, GenKind, GenOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

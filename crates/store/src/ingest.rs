@@ -469,7 +469,7 @@ fn commit(work: &mut WorkDir, state: OutState, out: &Path) -> Result<()> {
 
 /// Builds `out` from the edges of another store, relabelled (`outcore reorder`).
 pub(crate) fn ingest_relabelled(
-    rel: &crate::order::Relabel,
+    rel: &Relabel,
     out: &Path,
     opts: &IngestOptions,
     obs: &dyn IngestObserver,
@@ -516,7 +516,7 @@ pub(crate) fn ingest_relabelled(
 /// Streams the source store's out-CSR into the sorter, relabelled.
 fn parse_relabel<R: Record>(
     c: &Ctx,
-    rel: &crate::order::Relabel,
+    rel: &Relabel,
     sorter: &mut ExternalSorter<R>,
 ) -> Result<(u64, u64, Option<Vec<u64>>)> {
     let src = rel.store;
@@ -559,6 +559,15 @@ fn parse_relabel<R: Record>(
     Ok((n, m, Some(user)))
 }
 
+/// The source of a relabelled ingest (`outcore reorder`, `ingest --order`): a
+/// store read in a new vertex order. Defined here, made by `order`, so that the
+/// dependency runs one way (order -> ingest).
+pub(crate) struct Relabel<'a> {
+    pub store: &'a crate::Store,
+    pub new_of_old: &'a [u32],
+    pub record: crate::manifest::OrderRecord,
+}
+
 struct Ctx<'a> {
     inputs: &'a [PathBuf],
     probes: &'a [Probe],
@@ -568,7 +577,7 @@ struct Ctx<'a> {
     work: &'a WorkDir,
     base: u64,
     start: Instant,
-    relabel: Option<&'a crate::order::Relabel<'a>>,
+    relabel: Option<&'a Relabel<'a>>,
 }
 
 fn push_edge<R: Record>(

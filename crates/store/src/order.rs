@@ -13,7 +13,7 @@
 //! in the user's ids. The permutation is computed with the out-CSR memory-mapped.
 
 use crate::error::{Result, StoreError};
-use crate::ingest::{IngestObserver, IngestOptions, IngestReport};
+use crate::ingest::{IngestObserver, IngestOptions, IngestReport, Relabel};
 use crate::manifest::OrderRecord;
 use crate::reader::Store;
 use std::path::Path;
@@ -103,13 +103,6 @@ pub fn permutation(store: &Store, order: Order, seed: u64) -> Result<Vec<u32>> {
         new_of_old[old as usize] = new as u32;
     }
     Ok(new_of_old)
-}
-
-/// The source of a relabelled ingest.
-pub(crate) struct Relabel<'a> {
-    pub store: &'a Store,
-    pub new_of_old: &'a [u32],
-    pub record: OrderRecord,
 }
 
 /// Writes `out`, a copy of `src` relabelled by `order`; returns the ingest report
