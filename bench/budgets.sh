@@ -77,7 +77,7 @@ for c in cmds:
             out.append("")
             continue
         s = f"{r['max_rss_bytes'] / 2**20:.0f} ({r['oom_kills']}), {r['wall_s']:.0f} s"
-        if r["exit"] == 143:
+        if r["exit"] in (124, 143):
             s += " stopped"
         elif r["exit"] != 0:
             s += f" exit {r['exit']}"

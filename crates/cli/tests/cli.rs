@@ -762,11 +762,14 @@ fn the_built_in_example_runs() {
     assert!(e.contains("static cache hits"), "{e}");
 }
 
-/// ../shared/graphs relative to the workspace root; None (with a message) when absent.
+/// ../shared/graphs relative to the workspace root; None (with a message) when
+/// absent, except in CI (`CI=true`), where a missing graph directory fails.
 fn shared_graphs() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/graphs");
     if p.is_dir() {
         Some(p)
+    } else if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true but {} is absent: the real-graph tests cannot run", p.display());
     } else {
         eprintln!("skipping: {} is absent", p.display());
         None
