@@ -769,7 +769,10 @@ fn shared_graphs() -> Option<PathBuf> {
     if p.is_dir() {
         Some(p)
     } else if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true but {} is absent: the real-graph tests cannot run", p.display());
+        panic!(
+            "CI=true but {} is absent: the real-graph tests cannot run",
+            p.display()
+        );
     } else {
         eprintln!("skipping: {} is absent", p.display());
         None
