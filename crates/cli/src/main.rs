@@ -243,6 +243,13 @@ fn main() {
     }
     let hint = read_only_hint(&cli.cmd);
     if let Err(e) = run(cli) {
+        if outcore_io::temp::terminating() {
+            // A signal's clean-up removed temporaries under the work: its thread
+            // reports and exits with 128 + the signal.
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
         let mut text = error_text(&e);
         let denied = |io: &std::io::Error| {
             matches!(

@@ -15,6 +15,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 static REGISTERED: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
+static TERMINATING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True once a signal's clean-up has begun: the work's own errors from then on
+/// (a temporary removed under it) are not the reason the process ends, and the
+/// caller should leave the exit to the signal thread.
+pub fn terminating() -> bool {
+    TERMINATING.load(std::sync::atomic::Ordering::SeqCst)
+}
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Keeps a temporary registered for removal on a signal; dropping it only
@@ -133,9 +141,29 @@ fn remove_registered() -> usize {
         .map(|(_, p)| p.clone())
         .collect();
     let mut n = 0;
-    for p in paths {
+    for (k, p) in paths.into_iter().enumerate() {
         let r = match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
+            Ok(m) if m.is_dir() => {
+                // Other threads may still be creating files in it: moved aside
+                // first (their next create under the old path fails), then
+                // removed; what a last write leaves carries this PID in its name,
+                // so the next command here removes it.
+                let aside = p.with_file_name(format!(".outcore-dying-{}-{k}", std::process::id()));
+                let target = if std::fs::rename(&p, &aside).is_ok() {
+                    aside
+                } else {
+                    p.clone()
+                };
+                let mut r = std::fs::remove_dir_all(&target);
+                for _ in 0..20 {
+                    if r.is_ok() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    r = std::fs::remove_dir_all(&target);
+                }
+                r
+            }
             Ok(_) => std::fs::remove_file(&p),
             Err(_) => continue,
         };
@@ -168,6 +196,7 @@ pub fn install_signal_cleanup() {
             if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
                 continue;
             }
+            TERMINATING.store(true, std::sync::atomic::Ordering::SeqCst);
             let n = remove_registered();
             let name = match sig {
                 libc::SIGINT => "SIGINT",
