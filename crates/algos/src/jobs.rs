@@ -205,6 +205,9 @@ struct Bfs {
 }
 
 impl Job for Bfs {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.st.write_back()
+    }
     fn future_updates(&self) -> bool {
         true
     }
@@ -262,6 +265,9 @@ struct Sssp {
 }
 
 impl Job for Sssp {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.st.write_back()
+    }
     fn future_updates(&self) -> bool {
         true
     }
@@ -344,6 +350,9 @@ struct Wcc {
 }
 
 impl Job for Wcc {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.label.write_back()
+    }
     fn future_updates(&self) -> bool {
         true
     }
@@ -409,6 +418,9 @@ struct WccUf {
 }
 
 impl Job for WccUf {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.parent.write_back()
+    }
     fn init(&mut self, active: &AtomicBitmap) {
         own_ids(&mut self.parent, active);
     }
@@ -483,6 +495,11 @@ impl PageRank {
 }
 
 impl Job for PageRank {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.rank.write_back()?;
+        self.contrib.write_back()?;
+        self.sum.write_back()
+    }
     fn init(&mut self, active: &AtomicBitmap) {
         self.prepare(active);
     }

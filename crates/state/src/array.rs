@@ -107,6 +107,17 @@ impl<T: bytemuck::Pod + Send + Sync> VertexArray<T> {
     pub fn backing(&self) -> &Backing {
         &self.backing
     }
+    /// Writes a mapped array's dirty pages to its file and waits (`msync`), so
+    /// the kernel may drop them under a memory limit instead of holding them
+    /// dirty (a memory cgroup cannot always write them back in time and then
+    /// kills the process). Nothing to do for an array in memory.
+    pub fn write_back(&self) -> std::io::Result<()> {
+        match &self.storage {
+            Storage::Mapped(m) => m.flush(),
+            Storage::Memory(_) => Ok(()),
+        }
+    }
+
     pub fn is_mapped(&self) -> bool {
         matches!(self.backing, Backing::Mapped(_))
     }

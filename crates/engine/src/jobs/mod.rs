@@ -320,6 +320,12 @@ pub trait Job: Send + Sync {
             |u, d, w| self.edges(ctx, u, d, w),
         )
     }
+    /// Writes mapped vertex arrays' dirty pages back ([`VertexArray::write_back`]);
+    /// the engine calls it after each unit of work, so the dirty part of mapped
+    /// state stays bounded by what one unit updates.
+    fn write_back(&self) -> std::io::Result<()> {
+        Ok(())
+    }
     /// After the iteration (`iteration` counts from 1), with `next` holding what the
     /// edge functions activated (the job may add more, e.g. all vertices). Returns
     /// true when the job has finished; an error stops the whole run.

@@ -598,6 +598,12 @@ impl JobsEngine<'_> {
                         self.stats.exclusive_tasks += exclusive;
                     }
                     self.stats.compute_seconds += t.elapsed().as_secs_f64();
+                    // Mapped state: what this unit dirtied goes to its files now.
+                    for &k in &u.jobs {
+                        slots[k].job.write_back().map_err(|e| {
+                            EngineError::Invalid(format!("writing mapped vertex state back: {e}"))
+                        })?;
+                    }
                     // Its sub-blocks from memory leave those held for later.
                     kept_bytes -= preloaded_bytes[x];
                     // Reuse: keep its whole sub-blocks for the next iteration while
