@@ -548,6 +548,50 @@ fn sigint_and_sigterm_remove_an_ingests_temporaries() {
 }
 
 #[test]
+fn sigint_removes_a_runs_sort_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let g = make_graph(d.path(), 19);
+    let store = d.path().join("s");
+    let o = run(&["ingest", s(&g), "-o", s(&store)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sorting = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(".outcore-"))
+    };
+    let mut interrupted = 0;
+    for _ in 0..3 {
+        // `mis` sorts the edges in the work directory (the store) first.
+        let child = bin()
+            .args(["run", "mis", s(&store), "--memory", "16M"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = std::time::Instant::now();
+        while !sorting(&store) && t.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        if o.status.success() {
+            continue;
+        }
+        interrupted += 1;
+        assert_eq!(o.status.code(), Some(130), "{err}");
+        assert!(err.contains("interrupted by SIGINT"), "{err}");
+        assert!(!sorting(&store), "a sort directory was left in the store");
+    }
+    assert!(
+        interrupted > 0,
+        "no run was interrupted; the graph is too small"
+    );
+    assert!(run(&["info", s(&store)]).status.success());
+}
+
+#[test]
 fn a_killed_ingest_leaves_no_store_and_the_next_one_cleans_up() {
     let d = tempfile::tempdir().unwrap();
     let g = make_graph(d.path(), 17);
