@@ -108,22 +108,25 @@ pub trait BspJob: Job {
 pub fn make_job(spec: &JobSpec, store: &Store) -> Result<Box<dyn BspJob>> {
     let ids = Arc::new(store.id_map()?);
     let budget = StateBudget::new(u64::MAX, store.dir().to_path_buf());
-    let mut jobs = make_jobs(std::slice::from_ref(spec), store, &ids, &budget)?;
+    let mut jobs = make_jobs(std::slice::from_ref(spec), store, &ids, &budget, None)?;
     Ok(jobs.pop().expect("one spec, one job"))
 }
 
 /// Builds the jobs of `specs` on `store`, resolving roots with `ids`. What the jobs
 /// share — the id map, the out-degrees of PageRank — is read once for all of them.
 /// Their vertex arrays come from `budget`: in memory while it lasts, mapped from
-/// the work directory beyond (as `outcore run` does).
+/// the work directory beyond (as `outcore run` does). `out_degrees`, when given
+/// (those the engine keeps: [`outcore_engine::JobsEngine::with_out_degrees`]),
+/// are used instead of reading them again.
 pub fn make_jobs(
     specs: &[JobSpec],
     store: &Store,
     ids: &Arc<IdMap>,
     budget: &StateBudget,
+    out_degrees: Option<Arc<VertexArray<u32>>>,
 ) -> Result<Vec<Box<dyn BspJob>>> {
     let n = store.vertices() as usize;
-    let mut out_degrees: Option<Arc<VertexArray<u32>>> = None;
+    let mut out_degrees = out_degrees;
     let mut jobs: Vec<Box<dyn BspJob>> = Vec::with_capacity(specs.len());
     for spec in specs {
         let root = match spec.root {

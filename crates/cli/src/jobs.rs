@@ -185,7 +185,12 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let work_dir = a.work_dir.clone().unwrap_or_else(|| a.store.clone());
     outcore_io::temp::clean_stale(&work_dir);
     let state = StateBudget::new(a.memory - engine_floor - frontier, work_dir);
-    let mut jobs: Vec<Box<dyn BspJob>> = make_jobs(&specs, &store, &ids, &state)?;
+    // The out-degrees the engine keeps, shared with PageRank jobs.
+    let mut degrees = state.alloc("out-degree", store.vertices() as usize, 0u32)?;
+    store.degrees_into("out", &mut degrees)?;
+    let degrees = Arc::new(degrees);
+    let mut jobs: Vec<Box<dyn BspJob>> =
+        make_jobs(&specs, &store, &ids, &state, Some(degrees.clone()))?;
     let profile = DeviceProfile::load_or_find(a.profile.as_deref())?;
     if profile.is_none() && a.io_mode == IoMode::Auto {
         eprintln!("jobs: no device profile (outcore calibrate DIR --save); the cost model assumes 500 MB/s sequential, 50 MB/s random");
@@ -200,7 +205,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         dfvu_rounds: a.dfvu_rounds,
         reuse: !a.no_reuse,
     };
-    let mut engine = JobsEngine::with_budget(&store, cfg, &state)?;
+    let mut engine = JobsEngine::with_out_degrees(&store, cfg, degrees)?;
     let state_bytes = state.total() - state.remaining();
     engine.set_memory(a.memory - frontier - state_bytes);
     if state.mapped_count() > 0 {

@@ -33,9 +33,10 @@ pub use file::{
 };
 pub use lock::NameLock;
 pub use scratch::ScratchFile;
-pub use sink::{pid_alive, ResultFile};
+pub use sink::ResultFile;
 pub use size::{format_bytes, parse_size};
 pub use stats::{IoSnapshot, IoStats};
+pub use temp::pid_alive;
 
 use std::path::PathBuf;
 

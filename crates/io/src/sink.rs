@@ -24,11 +24,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// True while process `pid` exists (on Linux, its `/proc` entry).
-pub fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
 enum Target {
     Stdout,
     /// An existing non-regular file, written in place.
@@ -68,26 +63,6 @@ fn resolve(path: &Path) -> Result<PathBuf> {
         "resolve",
         std::io::Error::from_raw_os_error(libc::ELOOP),
     ))
-}
-
-/// Removes `.NAME.PID.partial` files of dead processes in `dir`.
-fn clean_stale(dir: &Path, name: &str) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let prefix = format!(".{name}.");
-    for e in rd.flatten() {
-        let f = e.file_name().to_string_lossy().into_owned();
-        let pid = f
-            .strip_prefix(&prefix)
-            .and_then(|r| r.strip_suffix(".partial"))
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if pid != std::process::id() && !pid_alive(pid) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
 }
 
 impl ResultFile {
@@ -144,7 +119,7 @@ impl ResultFile {
             }
             Err(e) => return Err(IoError::new(&dir, "open output directory", e)),
         }
-        clean_stale(&dir, &name);
+        crate::temp::clean_stale_of(&dir, &name);
         let tmp = dir.join(format!(".{name}.{}.partial", std::process::id()));
         let file = OpenOptions::new()
             .write(true)
@@ -217,16 +192,7 @@ impl ResultFile {
                 let file = w
                     .into_inner()
                     .map_err(|e| IoError::new(&*tmp, "write", e.into_error()))?;
-                file.sync_all()
-                    .map_err(|e| IoError::new(&*tmp, "sync", e))?;
-                drop(file);
-                std::fs::rename(&*tmp, &*path).map_err(|e| IoError::new(&*path, "rename", e))?;
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    let _ = crate::sync_dir(dir);
-                }
-                // Committed: nothing left to remove.
-                tmp.clear();
-                Ok(())
+                replace(file, tmp, path)
             }
         }
     }
@@ -249,14 +215,9 @@ impl ResultFile {
             path, tmp, file, ..
         } = &mut self.target
         {
-            drop(file.take());
-            let f = File::open(&*tmp).map_err(|e| IoError::new(&*tmp, "open", e))?;
-            f.sync_all().map_err(|e| IoError::new(&*tmp, "sync", e))?;
-            std::fs::rename(&*tmp, &*path).map_err(|e| IoError::new(&*path, "rename", e))?;
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                let _ = crate::sync_dir(dir);
-            }
-            tmp.clear();
+            // The held handle is the temporary's inode, which the writer
+            // truncated and filled through its path.
+            replace(file.take().expect("committed once"), tmp, path)?;
         }
         Ok(())
     }
@@ -265,6 +226,20 @@ impl ResultFile {
     pub fn write_all(self, bytes: &[u8]) -> Result<()> {
         self.write_with(|w| w.write_all(bytes))
     }
+}
+
+/// Flushes the temporary to the device, renames it over `path` and syncs the
+/// directory; `tmp` is emptied (nothing left to remove on drop).
+fn replace(file: File, tmp: &mut PathBuf, path: &Path) -> Result<()> {
+    file.sync_all()
+        .map_err(|e| IoError::new(&*tmp, "sync", e))?;
+    drop(file);
+    std::fs::rename(&*tmp, path).map_err(|e| IoError::new(path, "rename", e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = crate::sync_dir(dir);
+    }
+    tmp.clear();
+    Ok(())
 }
 
 impl Drop for ResultFile {

@@ -105,19 +105,38 @@ fn ours_alone(name: &str) -> bool {
         || (name.starts_with(".vpart.") && name.ends_with(".tmp"))
 }
 
+/// True while process `pid` exists (on Linux, its `/proc` entry).
+pub fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// Removes the temporaries in `dir` whose process is gone (only names this
 /// program alone makes, see [`temp_pid`]); returns them.
 pub fn clean_stale(dir: &Path) -> Vec<PathBuf> {
+    remove_dead(dir, ours_alone)
+}
+
+/// Removes the temporaries of output `NAME` in `dir` whose process is gone:
+/// `.NAME.ingest-PID`, `.NAME.old-PID`, `.NAME.PID.partial` (the patterns that
+/// only the owner of NAME can tell apart from other programs' files).
+pub fn clean_stale_of(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let prefix = format!(".{name}.");
+    remove_dead(dir, |f| f.starts_with(&prefix))
+}
+
+/// Removes the entries of `dir` that `ours` accepts and whose name carries the
+/// PID of a process that is gone.
+fn remove_dead(dir: &Path, ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return removed;
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = temp_pid(&name).filter(|_| ours_alone(&name)) else {
+        let Some(pid) = temp_pid(&name).filter(|_| ours(&name)) else {
             continue;
         };
-        if pid == std::process::id() || crate::pid_alive(pid) {
+        if pid == std::process::id() || pid_alive(pid) {
             continue;
         }
         let p = e.path();

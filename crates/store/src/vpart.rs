@@ -300,32 +300,6 @@ impl Drop for Spill {
     }
 }
 
-/// Removes what a killed build left in `dir`: spill files and temporary layout
-/// files whose process is gone.
-fn remove_stale(dir: &Path) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let pid = if let Some(p) = name.strip_prefix(".vpart-spill-") {
-            p.parse::<u32>().ok()
-        } else if name.starts_with(".vpart.") && name.ends_with(".tmp") {
-            name.trim_end_matches(".tmp")
-                .rsplit('.')
-                .next()
-                .and_then(|p| p.parse::<u32>().ok())
-        } else {
-            None
-        };
-        if let Some(pid) = pid {
-            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-}
-
 fn pick(mask: u64, loads: &[u64], counts: &[u64], cap: u64) -> usize {
     let best = |m: u64| {
         (0..loads.len())
@@ -350,7 +324,8 @@ pub fn build(
     let dir = store.dir();
     let (k, cap) = plan(n, opts)?;
     let ku = k as usize;
-    remove_stale(dir);
+    // What a killed build left: spill files and temporary layout files.
+    outcore_io::temp::clean_stale(dir);
     let weighted = store.weighted();
     let stats = store.stats().clone();
     let open = |name: &str, kind| store.layout_with(name, kind, ReadMode::Buffered, stats.clone());

@@ -175,6 +175,7 @@ use outcore_io::DeviceProfile;
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::Store;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// How sub-blocks are loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -407,26 +408,15 @@ pub trait JobsObserver: Send {
 pub struct JobsEngine<'s> {
     store: &'s Store,
     cfg: JobsConfig,
-    degrees: VertexArray<u32>,
+    degrees: Arc<VertexArray<u32>>,
     stats: JobsStats,
     observer: Option<Box<dyn JobsObserver>>,
 }
 
 impl<'s> JobsEngine<'s> {
     pub fn new(store: &'s Store, cfg: JobsConfig) -> Result<JobsEngine<'s>> {
-        if cfg.io_block == 0 {
-            return Err(EngineError::Invalid(
-                "the I/O block size must be positive".into(),
-            ));
-        }
-        let degrees = VertexArray::from_vec(store.degrees("out")?);
-        Ok(JobsEngine {
-            store,
-            cfg,
-            degrees,
-            stats: JobsStats::default(),
-            observer: None,
-        })
+        let unlimited = StateBudget::new(u64::MAX, store.dir().to_path_buf());
+        Self::with_budget(store, cfg, &unlimited)
     }
 
     /// [`JobsEngine::new`] with the out-degrees it keeps (4 bytes a vertex) taken
@@ -437,13 +427,28 @@ impl<'s> JobsEngine<'s> {
         cfg: JobsConfig,
         budget: &StateBudget,
     ) -> Result<JobsEngine<'s>> {
+        let mut degrees = budget.alloc("out-degree", store.vertices() as usize, 0u32)?;
+        store.degrees_into("out", &mut degrees)?;
+        Self::with_out_degrees(store, cfg, Arc::new(degrees))
+    }
+
+    /// [`JobsEngine::new`] with the store's out-degrees already read (and shared
+    /// with the jobs that need them).
+    pub fn with_out_degrees(
+        store: &'s Store,
+        cfg: JobsConfig,
+        degrees: Arc<VertexArray<u32>>,
+    ) -> Result<JobsEngine<'s>> {
         if cfg.io_block == 0 {
             return Err(EngineError::Invalid(
                 "the I/O block size must be positive".into(),
             ));
         }
-        let mut degrees = budget.alloc("jobs-out-degree", store.vertices() as usize, 0u32)?;
-        store.degrees_into("out", &mut degrees)?;
+        if degrees.len() as u64 != store.vertices() {
+            return Err(EngineError::Invalid(
+                "the out-degrees are not the store's".into(),
+            ));
+        }
         Ok(JobsEngine {
             store,
             cfg,

@@ -1,4 +1,5 @@
-//! The engine-managed page cache (CLOCK) over the CSR target files, keyed by (direction, page).
+//! The engine-managed page cache (CLOCK) over the CSR target files, keyed by
+//! (direction, page).
 
 use super::*;
 

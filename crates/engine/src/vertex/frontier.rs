@@ -1,4 +1,5 @@
-//! Frontiers: the active vertices of an iteration, sparse (a sorted list) or dense (a bitmap), and their builder.
+//! Frontiers: the active vertices of an iteration, sparse (a sorted list) or dense
+//! (a bitmap), and their builder.
 
 /// The active vertices of an iteration.
 #[derive(Debug, Clone)]

@@ -1,4 +1,7 @@
-//! The external path: the sorted runs consumed in ascending source ranges within the budget, each range's CSR written (and its grid rows cut when every row fits), the in-edges by a second sort or just their degrees, and the grid from the CSR files when it takes a second pass.
+//! The external path: the sorted runs consumed in ascending source ranges within
+//! the budget, each range's CSR written (and its grid rows cut when every row
+//! fits), the in-edges by a second sort or just their degrees, and the grid from
+//! the CSR files when it takes a second pass.
 
 use super::*;
 

@@ -202,10 +202,6 @@ pub fn ingest(
         }
     }
     let _lock = lock_output(out)?;
-    // Direct writers' buffers in proportion to the budget (three a writer, a few
-    // writers at once).
-    outcore_io::set_direct_write_buffer((opts.memory / 32) as usize);
-    crate::parse::set_parse_memory(opts.memory);
     let state = check_output(out, opts.force)?;
     let mut probes: Vec<Probe> = inputs
         .iter()
@@ -607,6 +603,11 @@ fn parse_all<R: Record>(
 fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     let opts = c.opts;
     let budget = opts.memory;
+    // Direct writers' buffers in proportion to the budget (three a writer, a few
+    // writers at once), and the parser's chunks; for every ingest, the
+    // relabelled one of `reorder` too.
+    outcore_io::set_direct_write_buffer((budget / 32) as usize);
+    crate::parse::set_parse_memory(budget);
     let store = &c.work.build;
     let sort_mem = if opts.in_edges {
         budget * 3 / 10

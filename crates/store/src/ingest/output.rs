@@ -1,4 +1,7 @@
-//! Where an ingest writes, checked before the work: the output name's lock and state, the build and spill directories (removed unless committed, stale ones of dead processes cleaned), a vertex count that only a stray id explains, and the store's least size against the free space.
+//! Where an ingest writes, checked before the work: the output name's lock and
+//! state, the build and spill directories (removed unless committed, stale ones of
+//! dead processes cleaned), a vertex count that only a stray id explains, and the
+//! store's least size against the free space.
 
 use super::*;
 
@@ -107,30 +110,6 @@ impl Drop for WorkDir {
     }
 }
 
-pub(super) fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Removes `.NAME.ingest-PID` and `.NAME.old-PID` directories of dead processes.
-pub(super) fn clean_stale(parent: &Path, name: &str) {
-    let Ok(rd) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let fname = e.file_name().to_string_lossy().into_owned();
-        for tag in [".ingest-", ".old-"] {
-            if let Some(pid) = fname
-                .strip_prefix(&format!(".{name}{tag}"))
-                .and_then(|p| p.parse::<u32>().ok())
-            {
-                if pid != std::process::id() && !pid_alive(pid) {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-    }
-}
-
 pub(super) fn make_workdir(out: &Path, tmp: Option<&Path>) -> Result<WorkDir> {
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -141,7 +120,8 @@ pub(super) fn make_workdir(out: &Path, tmp: Option<&Path>) -> Result<WorkDir> {
         .ok_or_else(|| StoreError::Invalid(format!("{}: not a usable output name", out.display())))?
         .to_string_lossy()
         .into_owned();
-    clean_stale(&parent, &name);
+    // `.NAME.ingest-PID` and `.NAME.old-PID` directories of dead processes.
+    outcore_io::temp::clean_stale_of(&parent, &name);
     let pid = std::process::id();
     let build = parent.join(format!(".{name}.ingest-{pid}"));
     let _ = std::fs::remove_dir_all(&build);

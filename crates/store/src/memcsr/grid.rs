@@ -1,4 +1,5 @@
-//! The grid layout cut from CSRs held in memory: block placement and the grid writer (row by row, one pass).
+//! The grid layout cut from CSRs held in memory: block placement and the grid
+//! writer (row by row, one pass).
 
 use super::*;
 

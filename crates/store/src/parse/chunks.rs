@@ -1,4 +1,5 @@
-//! Parsing one chunk: text lines (SNAP, CSV, DIMACS arcs, Matrix Market entries) and binary records, with exact line or record numbers for errors.
+//! Parsing one chunk: text lines (SNAP, CSV, DIMACS arcs, Matrix Market entries)
+//! and binary records, with exact line or record numbers for errors.
 
 use super::*;
 

@@ -171,18 +171,54 @@ fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
 }
 
-fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
-    line.split(|&b| b == b' ' || b == b'\t')
-        .filter(|f| !f.is_empty())
+fn fields(line: &[u8]) -> Fields<'_> {
+    fields_of(line, false)
 }
 
 /// The fields of a data line: whitespace-separated, or comma-separated (each field
-/// trimmed, empty ones kept so that `1,,2` is malformed) for CSV.
-fn fields_of(line: &[u8], csv: bool) -> Box<dyn Iterator<Item = &[u8]> + '_> {
-    if csv {
-        Box::new(line.split(|&b| b == b',').map(trim_ascii))
-    } else {
-        Box::new(fields(line))
+/// trimmed, empty ones kept so that `1,,2` is malformed) for CSV. A concrete
+/// iterator: the parser calls this once a line.
+fn fields_of(line: &[u8], csv: bool) -> Fields<'_> {
+    Fields {
+        rest: Some(line),
+        csv,
+    }
+}
+
+/// See [`fields_of`]; `rest` is `None` once a CSV line's last field is out.
+struct Fields<'a> {
+    rest: Option<&'a [u8]>,
+    csv: bool,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest?;
+        let sep = |b: u8| {
+            if self.csv {
+                b == b','
+            } else {
+                b == b' ' || b == b'\t'
+            }
+        };
+        if self.csv {
+            return Some(match rest.iter().position(|&b| sep(b)) {
+                Some(i) => {
+                    self.rest = Some(&rest[i + 1..]);
+                    trim_ascii(&rest[..i])
+                }
+                None => {
+                    self.rest = None;
+                    trim_ascii(rest)
+                }
+            });
+        }
+        let start = rest.iter().position(|&b| !sep(b))?;
+        let field = &rest[start..];
+        let end = field.iter().position(|&b| sep(b)).unwrap_or(field.len());
+        self.rest = Some(&field[end..]);
+        Some(&field[..end])
     }
 }
 

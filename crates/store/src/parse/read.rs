@@ -1,4 +1,5 @@
-//! Reading an input: gzip detection and decompression, O_DIRECT sequential reads counted by the I/O layer, and a read-ahead thread so reading overlaps parsing.
+//! Reading an input: gzip detection and decompression, O_DIRECT sequential reads
+//! counted by the I/O layer, and a read-ahead thread so reading overlaps parsing.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Tests of the external sorter: spilled and in-memory sorts agree, source-ordered runs, ranges, damaged runs.
+//! Tests of the external sorter: spilled and in-memory sorts agree, source-ordered
+//! runs, ranges, damaged runs.
 
 use super::*;
 
