@@ -72,6 +72,25 @@ impl VAlgo {
     pub fn needs_in_edges(self, directed: bool) -> bool {
         self == VAlgo::Wcc && directed
     }
+    /// Bytes per vertex of the algorithm's own arrays at their peak, rounded up
+    /// (two frontier bitmaps of 1/8 byte each included): bfs a u64 (level and
+    /// parent); sssp an f32 distance and a u32 parent, then the u64 result built
+    /// from them; wcc a u32 label; diam two searches' results side by side; bc an
+    /// f64 score, a u32 level, an f64 path count and an f64 dependency plus the
+    /// kept levels (at most a u32 per vertex); apsp an f64 sum and three u64
+    /// source masks. Measured on Kronecker 22 (peak memory less offsets, buffers
+    /// and caches): bfs 9.0, sssp 17.0, bc 33.3, apsp 37.3. Budgets are checked
+    /// against this x vertices before the engine starts.
+    pub fn bytes_per_vertex(self) -> u64 {
+        match self {
+            VAlgo::Bfs => 10,
+            VAlgo::Sssp => 18,
+            VAlgo::Wcc => 6,
+            VAlgo::Diam => 18,
+            VAlgo::Bc => 36,
+            VAlgo::Apsp => 40,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

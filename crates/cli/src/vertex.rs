@@ -11,8 +11,9 @@ use outcore_algos::{verify::verify, Algo, Output, Params};
 use outcore_engine::vertex::{VertexConfig, VertexEngine};
 use outcore_io::{format_bytes, parse_size, IoStats, ReadMode};
 use outcore_store::order::Order;
+use outcore_store::pagesums;
 use outcore_store::select::{self, Policy, SelectOptions};
-use outcore_store::{IngestOptions, Store};
+use outcore_store::{IdMap, IngestOptions, Store};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -95,6 +96,77 @@ pub fn cache_split(spec: &str, csr: u64) -> Result<(u64, u64)> {
     ))
 }
 
+/// The least page and static cache a vertex run is given room for.
+const MIN_CACHE: u64 = 1 << 20;
+
+/// What a vertex run holds in memory beside its page and static caches.
+struct Fixed {
+    offsets: u64,
+    sums: u64,
+    buffers: u64,
+    arrays: u64,
+    ids: u64,
+}
+
+impl Fixed {
+    fn total(&self) -> u64 {
+        self.offsets + self.sums + self.buffers + self.arrays + self.ids
+    }
+    fn describe(&self) -> String {
+        let parts: Vec<String> = [
+            (self.offsets, "CSR offsets"),
+            (self.sums, "page checksums"),
+            (self.buffers, "read buffers"),
+            (self.arrays, "vertex arrays"),
+            (self.ids, "id map"),
+        ]
+        .iter()
+        .filter(|(b, _)| *b > 0)
+        .map(|(b, what)| format!("{} of {what}", format_bytes(*b)))
+        .collect();
+        parts.join(", ")
+    }
+}
+
+/// Counts [`Fixed`] for `algo` on `store` with the engine settings `v`.
+fn fixed_bytes(
+    store: &Store,
+    ids: &IdMap,
+    algo: VAlgo,
+    v: &VertexArgs,
+    weights: bool,
+    in_edges: bool,
+) -> Fixed {
+    let n = store.vertices();
+    let sides = if in_edges { 2 } else { 1 };
+    let files = if weights { 2 } else { 1 };
+    let p = v.page_size.max(1);
+    let widen = if p < pagesums::SUM_GROUP {
+        2 * pagesums::SUM_GROUP
+    } else {
+        0
+    };
+    let request = (v.max_request / p).max(1) * p + widen;
+    let mut arrays = n * algo.bytes_per_vertex();
+    if v.policy.is_some() {
+        // The static cache's slot per vertex and the selection (at most n ids).
+        arrays += 8 * n;
+    }
+    let ids = match ids {
+        IdMap::Offset { .. } => 0,
+        IdMap::Map(x) => 8 * x.len() as u64,
+        // Ids, dense ids by user id, and the user rank of each (sampling).
+        IdMap::Permuted { ids, .. } => 16 * ids.len() as u64,
+    };
+    Fixed {
+        offsets: sides * 8 * (n + 1),
+        sums: sides * files * pagesums::groups(store.edges() * 4) * 4,
+        buffers: v.queue_depth as u64 * request * files,
+        arrays,
+        ids,
+    }
+}
+
 pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
     let start = Instant::now();
     let v = &a.vertex;
@@ -118,10 +190,38 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
     } else {
         "25%,0"
     };
-    let (page_cache, static_cache) =
+    let (mut page_cache, mut static_cache) =
         cache_split(v.cache_split.as_deref().unwrap_or(default_split), csr)?;
     if static_cache > 0 && v.policy.is_none() {
         bail!("--cache-split gives the static cache {}, but no --policy says what to put in it (gvs, gvs-page, lowd, highd, random)", format_bytes(static_cache));
+    }
+    let in_edges = algo.needs_in_edges(store.manifest().directed);
+    let fixed = fixed_bytes(&store, &ids, algo, v, weights, in_edges);
+    let caches = a.memory.saturating_sub(fixed.total());
+    if caches < MIN_CACHE {
+        bail!(
+            "--memory {} is too small for the vertex engine's {} on this store: {}; give at least --memory {}",
+            format_bytes(a.memory),
+            algo.name(),
+            fixed.describe(),
+            format_bytes(fixed.total() + MIN_CACHE)
+        );
+    }
+    if page_cache + static_cache > caches {
+        if v.cache_split.is_some() {
+            bail!(
+                "--cache-split asks for {} of page cache and {} of static cache, but --memory {} leaves {} beside {}",
+                format_bytes(page_cache),
+                format_bytes(static_cache),
+                format_bytes(a.memory),
+                format_bytes(caches),
+                fixed.describe()
+            );
+        }
+        // The default split scaled down to what the budget leaves.
+        let scale = caches as f64 / (page_cache + static_cache) as f64;
+        page_cache = (page_cache as f64 * scale) as u64;
+        static_cache = (static_cache as f64 * scale) as u64;
     }
     let (selection, selection_lists, sel_note) = match v.policy {
         None => (Vec::new(), None, String::new()),
@@ -168,7 +268,7 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
         queue_depth: v.queue_depth,
         direct: !v.buffered,
         weights,
-        in_edges: algo.needs_in_edges(store.manifest().directed),
+        in_edges,
     };
     let mut engine = VertexEngine::new(&store, cfg)?;
     let bar = ProgressBar::new_spinner();

@@ -741,10 +741,10 @@ fn damaged_store_files_are_reported_by_name_and_reason() {
         }
         restore();
     }
-    std::fs::write(&m, text.replacen("\"version\": 3", "\"version\": 2", 1)).unwrap();
+    std::fs::write(&m, text.replacen("\"version\": 4", "\"version\": 3", 1)).unwrap();
     check(&[
-        "store version 2",
-        "reads version 3",
+        "store version 3",
+        "reads version 4",
         "ingest the graph again",
     ]);
     restore();

@@ -274,7 +274,8 @@ fn a_damaged_edge_page_is_reported_not_used() {
     let d = tempfile::tempdir().unwrap();
     let g = store(d.path(), &[]);
     // The first target of the CSR (payload after the 4096-byte header) becomes
-    // 0xFFFFFFFF, a vertex that does not exist; headers and lengths stay valid.
+    // 0xFFFFFFFF, a vertex that does not exist; headers and lengths stay valid,
+    // and the page checksum catches it before the target is used.
     let f = g.join("csr.out.targets");
     let mut b = std::fs::read(&f).unwrap();
     b[4096..4100].copy_from_slice(&[0xFF; 4]);
@@ -286,9 +287,172 @@ fn a_damaged_edge_page_is_reported_not_used() {
         assert!(!o.status.success(), "{extra:?}");
         let e = err(&o);
         assert!(
-            e.contains("csr.out.targets") && e.contains("damaged") && e.contains("4294967295"),
+            e.contains("csr.out.targets") && e.contains("damaged") && e.contains("page group 0"),
             "{extra:?}: {e}"
         );
         assert!(!e.contains("panicked"), "{e}");
     }
+}
+
+/// A target changed to another vertex that exists (no range check can see it) is
+/// caught by the page-group checksums, whatever the page size (pages under 4 KiB
+/// are read widened to whole groups) and when the static cache loads the page.
+#[test]
+fn an_in_range_flipped_target_fails_its_page_checksum() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("k.bin");
+    let o = run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        "10",
+        "--edge-factor",
+        "8",
+        "-o",
+        s(&bin),
+        "--weighted",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let g = d.path().join("k");
+    let o = run(&[
+        "ingest",
+        s(&bin),
+        "--format",
+        "bin32w",
+        "-o",
+        s(&g),
+        "--in-edges",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let f = g.join("csr.out.targets");
+    let clean = std::fs::read(&f).unwrap();
+    // sssp from the vertex whose list holds the damaged target (group 5 starts
+    // at edge 5 * 1024) reads its page; wcc reads every page.
+    let offs = std::fs::read(g.join("csr.out.offsets")).unwrap();
+    let offs: Vec<u64> = offs[4096..]
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let root = (0..offs.len() - 1)
+        .find(|&u| offs[u] <= 5 * 1024 && 5 * 1024 < offs[u + 1])
+        .unwrap()
+        .to_string();
+    let runs: [&[&str]; 5] = [
+        &["wcc", "--page-size", "1024"],
+        &["wcc", "--page-size", "8192"],
+        &["wcc", "--page-size", "65536"],
+        &["sssp", "--root", &root, "--page-size", "512"],
+        &["wcc", "--policy", "lowd", "--cache-split", "0,100%"],
+    ];
+    let go = |args: &[&str]| {
+        let mut a = vec!["run", args[0], s(&g), "--engine", "vertex"];
+        a.extend_from_slice(&args[1..]);
+        run(&a)
+    };
+    for r in runs {
+        let o = go(r);
+        assert!(o.status.success(), "{r:?}: {}", err(&o));
+    }
+    // Group 5's first target becomes a neighbouring vertex id (still < 1024).
+    let at = 4096 + 5 * 4096;
+    let mut b = clean.clone();
+    let v = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    b[at..at + 4].copy_from_slice(&(v ^ 1).to_le_bytes());
+    std::fs::write(&f, &b).unwrap();
+    for r in runs {
+        let o = go(r);
+        assert!(
+            !o.status.success(),
+            "{r:?}: a flipped target went unnoticed"
+        );
+        let e = err(&o);
+        assert!(
+            e.contains("csr.out.targets") && e.contains("page group 5") && e.contains("damaged"),
+            "{r:?}: {e}"
+        );
+        assert!(!e.contains("panicked"), "{e}");
+    }
+    // A damaged weight is caught the same way (sssp reads weights).
+    std::fs::write(&f, &clean).unwrap();
+    let wf = g.join("csr.out.weights");
+    let mut w = std::fs::read(&wf).unwrap();
+    w[4096 + 3 * 4096 + 8] ^= 0x10;
+    std::fs::write(&wf, &w).unwrap();
+    let wroot = (0..offs.len() - 1)
+        .find(|&u| offs[u] <= 3 * 1024 + 2 && 3 * 1024 + 2 < offs[u + 1])
+        .unwrap()
+        .to_string();
+    let o = go(&["sssp", "--root", &wroot]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("csr.out.weights") && err(&o).contains("page group 3"),
+        "{}",
+        err(&o)
+    );
+}
+
+/// `--memory` bounds the vertex engine too: what it holds beside its caches
+/// (offsets, checksums, read buffers, the algorithm's arrays) is counted up front,
+/// a budget that cannot hold it is refused at once naming the parts, the default
+/// cache split shrinks to fit, and an explicit split that does not fit is refused.
+#[test]
+fn the_vertex_engine_keeps_to_its_memory_budget_or_refuses_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("k.bin");
+    let o = run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        "18",
+        "--edge-factor",
+        "16",
+        "-o",
+        s(&bin),
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let g = d.path().join("k");
+    let o = run(&["ingest", s(&bin), "--format", "bin32", "-o", s(&g)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let go = |extra: &[&str]| {
+        let mut a = vec!["run", s(&g), "--engine", "vertex"];
+        a.splice(1..1, extra.iter().take(1).copied());
+        a.extend_from_slice(&extra[1..]);
+        run(&a)
+    };
+    // apsp keeps 40 bytes per vertex (10 MiB here) beside 2 MiB of offsets.
+    let o = go(&["apsp", "--memory", "8M", "--sources", "4"]);
+    assert!(!o.status.success());
+    let e = err(&o);
+    assert!(
+        e.contains("--memory 8.00 MiB is too small for the vertex engine's apsp")
+            && e.contains("of vertex arrays")
+            && e.contains("of CSR offsets")
+            && e.contains("give at least --memory"),
+        "{e}"
+    );
+    // bfs fits in 8M: the default split (a quarter of the 16 MiB CSR) is scaled
+    // down to what is left.
+    let stats = d.path().join("s.json");
+    let o = go(&["bfs", "--root", "0", "--memory", "8M", "--stats", s(&stats)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let cache = j["page_cache_bytes"].as_u64().unwrap();
+    assert!((1 << 20..4 << 20).contains(&cache), "{j}");
+    // An explicit split beyond the budget is refused, not shrunk.
+    let o = go(&[
+        "bfs",
+        "--root",
+        "0",
+        "--memory",
+        "16M",
+        "--cache-split",
+        "100M,0",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("--cache-split asks for 100.00 MiB"),
+        "{}",
+        err(&o)
+    );
 }

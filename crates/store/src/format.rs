@@ -54,6 +54,9 @@ pub enum FileKind {
     VpartEdges = 14,
     /// A V-Part partition's mirror masks: u64 per destination.
     VpartMirrors = 15,
+    /// CRC-32 of every [`SUM_GROUP`]-byte group of another file's payload
+    /// (`csr.DIR.targets.sums`, `csr.DIR.weights.sums`); count = groups.
+    PageSums = 16,
 }
 
 impl FileKind {
@@ -75,11 +78,12 @@ impl FileKind {
             13 => VpartSources,
             14 => VpartEdges,
             15 => VpartMirrors,
+            16 => PageSums,
             _ => return None,
         })
     }
     pub fn from_name(name: &str) -> Option<FileKind> {
-        (1..=15)
+        (1..=16)
             .filter_map(FileKind::from_u32)
             .find(|k| k.name() == name)
     }
@@ -101,6 +105,7 @@ impl FileKind {
             VpartSources => "vpart-sources",
             VpartEdges => "vpart-edges",
             VpartMirrors => "vpart-mirrors",
+            PageSums => "page-sums",
         }
     }
 }

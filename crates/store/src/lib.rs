@@ -23,6 +23,7 @@ pub mod lists;
 pub mod manifest;
 mod memcsr;
 pub mod order;
+pub mod pagesums;
 pub mod parse;
 pub mod reader;
 pub mod select;

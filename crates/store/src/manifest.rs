@@ -7,8 +7,8 @@
 //! `"checksum": "XXXXXXXX"`, is the CRC-32 (hex) of the file's exact text with that
 //! value emptied (`"checksum": ""`). A manifest edited by hand or damaged (an
 //! `"edges"` changed, a flag flipped) is refused by name, so a store cannot claim
-//! what its files do not hold. Stores of version 2 (no checksum) are refused with a
-//! request to ingest again.
+//! what its files do not hold. Stores of an older version (2: no checksum; 3: no
+//! page-group checksums of the CSR) are refused with a request to ingest again.
 
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::FileRecord;
@@ -17,9 +17,10 @@ use std::path::Path;
 
 pub const MANIFEST: &str = "manifest.json";
 pub const STORE_FORMAT: &str = "outcore-store";
-/// The manifest's version (`version`): 3 since the manifest carries a checksum.
+/// The manifest's version (`version`): 3 since the manifest carries a checksum,
+/// 4 since the CSR files have page-group checksums (`csr.*.sums`, [`crate::pagesums`]).
 /// Binary files keep their own header version ([`crate::format::FORMAT_VERSION`]).
-pub const STORE_VERSION: u32 = 3;
+pub const STORE_VERSION: u32 = 4;
 const CHECKSUM_KEY: &str = "\"checksum\": \"";
 
 /// The CRC-32 of a manifest text whose checksum value is empty.

@@ -23,6 +23,11 @@
 //! order). Weighted stores keep a page of weights beside each page of targets in
 //! the same frame (a frame is `page_size` or `2 x page_size` bytes).
 //!
+//! Every byte read from the CSR is checked against the store's page-group
+//! checksums ([`outcore_store::pagesums`]) on the I/O thread that read it: reads
+//! are widened to whole 4 KiB groups (only pages under 4 KiB need it), so a damaged
+//! page stops the run by name instead of giving a wrong answer.
+//!
 //! Invariants: every active vertex's edges are delivered exactly once per call;
 //! the answer does not depend on page size, cache sizes, selection or queue depth
 //! (only the I/O does). Statistics follow §5.1: pages read, requests, page cache
@@ -33,6 +38,7 @@
 use crate::{EngineError, Result};
 use outcore_io::{AlignedBuf, InFile};
 use outcore_store::format::{FileKind, LayoutFile, HEADER_LEN};
+use outcore_store::pagesums::{PageSums, SUM_GROUP};
 use outcore_store::Store;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -128,6 +134,11 @@ pub struct VertexStats {
     pub io_wait_seconds: f64,
     pub compute_seconds: f64,
     pub direct: bool,
+    /// Bytes checked against the CSR's page-group checksums (every byte read,
+    /// reads widened to whole 4 KiB groups), and the seconds the I/O threads
+    /// spent checking them (summed over threads; static-cache loads included).
+    pub checked_bytes: u64,
+    pub checksum_seconds: f64,
 }
 
 impl VertexStats {
@@ -160,6 +171,29 @@ fn check_targets(t: &[u32], n: usize, file: &InFile, at: u64) -> Result<()> {
     }
 }
 
+/// Reads payload bytes `lo..hi` of `f` (`len` bytes asked, whole pages) into
+/// `buf` and checks them against `sums`: the bytes checked and the seconds taken.
+fn read_checked(
+    f: &InFile,
+    buf: &mut AlignedBuf,
+    sums: &PageSums,
+    lo: u64,
+    hi: u64,
+    len: usize,
+) -> Result<(u64, f64)> {
+    let got = f.read_direct(HEADER_LEN + lo, &mut buf.as_mut_slice()[..len])?;
+    let want = (hi - lo) as usize;
+    if got < want {
+        return Err(EngineError::Invalid(format!(
+            "{}: short read: {got} of {want} bytes at payload byte {lo}",
+            f.path().display()
+        )));
+    }
+    let t = Instant::now();
+    let n = sums.check(lo, &buf.as_slice()[..want])?;
+    Ok((n, t.elapsed().as_secs_f64()))
+}
+
 /// Sets the bits of the 64-byte units overlapping bytes `a..b`.
 fn mark(bits: &mut [u64], a: usize, b: usize) {
     if a >= b {
@@ -175,6 +209,8 @@ struct Side {
     offsets: Vec<u64>,
     targets: Arc<InFile>,
     weights: Option<Arc<InFile>>,
+    /// Page-group checksums of the targets (and weights), checked on every read.
+    sums: Arc<(PageSums, Option<PageSums>)>,
     /// Payload bytes of the targets file (the last page may be short).
     payload: u64,
 }
@@ -198,7 +234,13 @@ struct Request {
     segs: Vec<(u32, u64, u64)>,
     tbuf: AlignedBuf,
     wbuf: Option<AlignedBuf>,
-    result: std::result::Result<(), String>,
+    /// Where the request's first page starts in the buffers: reads are widened
+    /// to whole checksum groups, so with pages under 4 KiB this may be non-zero.
+    skew: usize,
+    /// Bytes checked against the page-group checksums, and the time it took.
+    checked: u64,
+    check_seconds: f64,
+    result: std::result::Result<(), EngineError>,
 }
 
 /// A progress callback: statistics so far, active vertices of the iteration.
@@ -276,10 +318,16 @@ impl VertexEngine {
             };
             direct &= targets.is_direct();
             let payload = targets.len() - HEADER_LEN;
+            let tsums = PageSums::load(store, &format!("csr.{d}.targets"))?;
+            let wsums = match weighted {
+                true => Some(PageSums::load(store, &format!("csr.{d}.weights"))?),
+                false => None,
+            };
             sides.push(Side {
                 offsets,
                 targets,
                 weights,
+                sums: Arc::new((tsums, wsums)),
                 payload,
             });
         }
@@ -293,27 +341,38 @@ impl VertexEngine {
         for i in 0..cfg.queue_depth {
             let jobs = jobs.clone();
             let finished = finished.clone();
-            let files: Vec<(Arc<InFile>, Option<Arc<InFile>>)> = sides
+            type Files = (
+                Arc<InFile>,
+                Option<Arc<InFile>>,
+                Arc<(PageSums, Option<PageSums>)>,
+            );
+            let files: Vec<Files> = sides
                 .iter()
-                .map(|s| (s.targets.clone(), s.weights.clone()))
+                .map(|s| (s.targets.clone(), s.weights.clone(), s.sums.clone()))
                 .collect();
             let h = std::thread::Builder::new()
                 .name(format!("outcore-vio-{i}"))
                 .spawn(move || loop {
                     let job = jobs.lock().map(|r| r.recv());
                     let Ok(Ok(mut r)) = job else { return };
-                    let (t, w) = &files[r.dir];
-                    let off = HEADER_LEN + r.first * p as u64;
-                    let len = r.npages as usize * p;
-                    r.result = t
-                        .read_direct(off, &mut r.tbuf.as_mut_slice()[..len])
-                        .map(|_| ())
-                        .map_err(|e| e.to_string());
-                    if let (Ok(()), Some(w), Some(wb)) = (&r.result, w, r.wbuf.as_mut()) {
-                        r.result = w
-                            .read_direct(off, &mut wb.as_mut_slice()[..len])
-                            .map(|_| ())
-                            .map_err(|e| e.to_string());
+                    let (t, w, sums) = &files[r.dir];
+                    let a = r.first * p as u64;
+                    let (lo, hi) = sums.0.span(a, a + r.npages * p as u64);
+                    r.skew = (a - lo) as usize;
+                    // O_DIRECT wants whole pages: read up to the next one; only
+                    // `lo..hi` (the payload) comes back at the end of the file.
+                    let len = (hi - lo).next_multiple_of(p as u64) as usize;
+                    r.result = read_checked(t, &mut r.tbuf, &sums.0, lo, hi, len).map(|(n, s)| {
+                        r.checked += n;
+                        r.check_seconds += s;
+                    });
+                    if let (Ok(()), Some(w), Some(wb), Some(ws)) =
+                        (&r.result, w, r.wbuf.as_mut(), sums.1.as_ref())
+                    {
+                        r.result = read_checked(w, wb, ws, lo, hi, len).map(|(n, s)| {
+                            r.checked += n;
+                            r.check_seconds += s;
+                        });
                     }
                     if finished.send(r).is_err() {
                         return;
@@ -322,11 +381,18 @@ impl VertexEngine {
                 .map_err(|e| EngineError::Invalid(format!("cannot start an I/O thread: {e}")))?;
             workers.push(h);
         }
+        // Reads of pages under a checksum group are widened to whole groups.
+        let widen = if (p as u64) < SUM_GROUP {
+            2 * SUM_GROUP as usize
+        } else {
+            0
+        };
+        let buf_bytes = max_pages * p + widen;
         let spare = (0..cfg.queue_depth)
             .map(|_| {
                 (
-                    AlignedBuf::new(max_pages * p),
-                    weighted.then(|| AlignedBuf::new(max_pages * p)),
+                    AlignedBuf::new(buf_bytes),
+                    weighted.then(|| AlignedBuf::new(buf_bytes)),
                 )
             })
             .collect();
@@ -453,6 +519,7 @@ impl VertexEngine {
         // over the parts of the CSR that hold selected lists, not a read per list.
         const GAP: u64 = 1 << 20;
         const SPAN: u64 = 4 << 20;
+        let (mut checked, mut check_seconds) = (0u64, 0f64);
         let mut k = 0;
         while k < chosen.len() {
             let a = side.offsets[chosen[k] as usize];
@@ -467,15 +534,28 @@ impl VertexEngine {
                 j += 1;
             }
             let b = side.offsets[chosen[j - 1] as usize + 1];
-            let mut t = vec![0u32; (b - a) as usize];
-            side.targets
-                .read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut t))?;
-            check_targets(&t, n, &side.targets, a * 4)?;
-            let mut w = Vec::new();
-            if let Some(wf) = &side.weights {
-                w = vec![0f32; (b - a) as usize];
-                wf.read_exact_at(HEADER_LEN + a * 4, bytemuck::cast_slice_mut(&mut w))?;
-            }
+            // Whole checksum groups are read and checked; the span is inside.
+            let (lo, hi) = side.sums.0.span(a * 4, b * 4);
+            let inner = ((a * 4 - lo) / 4) as usize..((b * 4 - lo) / 4) as usize;
+            let mut read = |f: &InFile, sums: &PageSums| -> Result<Vec<u32>> {
+                let mut buf = vec![0u32; ((hi - lo) / 4) as usize];
+                f.read_exact_at(HEADER_LEN + lo, bytemuck::cast_slice_mut(&mut buf))?;
+                let c = Instant::now();
+                checked += sums.check(lo, bytemuck::cast_slice(&buf))?;
+                check_seconds += c.elapsed().as_secs_f64();
+                Ok(buf)
+            };
+            let tw = read(&side.targets, &side.sums.0)?;
+            let t = &tw[inner.clone()];
+            check_targets(t, n, &side.targets, a * 4)?;
+            let ww = match (&side.weights, &side.sums.1) {
+                (Some(wf), Some(ws)) => read(wf, ws)?,
+                _ => Vec::new(),
+            };
+            let w: &[f32] = match ww.is_empty() {
+                true => &[],
+                false => bytemuck::cast_slice(&ww[inner]),
+            };
             for &v in &chosen[k..j] {
                 let (x, y) = (
                     (side.offsets[v as usize] - a) as usize,
@@ -496,6 +576,8 @@ impl VertexEngine {
         self.stats.static_load_bytes =
             self.sides[OUT].targets.stats().snapshot().bytes_read - before;
         self.stats.static_load_seconds = t.elapsed().as_secs_f64();
+        self.stats.checked_bytes += checked;
+        self.stats.checksum_seconds += check_seconds;
         self.stat = st;
         Ok(())
     }
@@ -735,6 +817,9 @@ impl VertexEngine {
             segs,
             tbuf,
             wbuf,
+            skew: 0,
+            checked: 0,
+            check_seconds: 0.0,
             result: Ok(()),
         });
         Ok(())
@@ -769,20 +854,25 @@ impl VertexEngine {
         self.stats.io_wait_seconds += t.elapsed().as_secs_f64();
         self.in_flight -= 1;
         let p = self.cfg.page_size;
-        let res = r.result.clone();
+        let mut r = r;
+        let res = std::mem::replace(&mut r.result, Ok(()));
         let out = (|| {
-            res.map_err(|e| EngineError::Invalid(format!("reading edge pages: {e}")))?;
+            res?;
             let side = &self.sides[r.dir];
             let start = r.first * p as u64;
             let end = (start + r.npages * p as u64).min(side.payload);
             let got = (end - start) as usize;
-            self.stats.pages_read += r.npages * if self.weighted { 2 } else { 1 };
-            self.stats.bytes_read += got as u64 * if self.weighted { 2 } else { 1 };
-            let tb = &r.tbuf.as_slice()[..got];
-            let wb = r.wbuf.as_ref().map(|w| &w.as_slice()[..got]);
+            let sides = if self.weighted { 2 } else { 1 };
+            self.stats.pages_read += r.npages * sides;
+            self.stats.bytes_read += got as u64 * sides;
+            self.stats.checked_bytes += r.checked;
+            self.stats.checksum_seconds += r.check_seconds;
+            let k = r.skew;
+            let tb = &r.tbuf.as_slice()[k..k + got];
+            let wb = r.wbuf.as_ref().map(|w| &w.as_slice()[k..k + got]);
             let base = r.first * (p as u64 / 4);
-            // Pages are not checksummed one by one: a target outside the graph
-            // means a damaged file, reported instead of used.
+            // The I/O thread checked the page-group checksums; a target outside
+            // the graph (a store written wrongly) is still reported, not used.
             check_targets(bytemuck::cast_slice(tb), self.n, &side.targets, start)?;
             for &(u, a, b) in &r.segs {
                 let (x, y) = ((a - base) as usize * 4, (b - base) as usize * 4);

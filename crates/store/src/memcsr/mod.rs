@@ -24,6 +24,7 @@
 use crate::codec::{id_bits, BlockPacker};
 use crate::error::{Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutWriter};
+use crate::pagesums::SummedWriter;
 use crate::reader::BlockEntry;
 use crate::sort::Record;
 use outcore_io::IoStats;
@@ -687,8 +688,8 @@ impl<A: Adj> MemCsr<A> {
 /// [`CsrFiles::append`] adds the next vertices' offsets, lists and degrees.
 pub(crate) struct CsrFiles {
     offsets: LayoutWriter,
-    targets: LayoutWriter,
-    weights: Option<LayoutWriter>,
+    targets: SummedWriter,
+    weights: Option<SummedWriter>,
     degrees: LayoutWriter,
     vertices: u64,
     edges: u64,
@@ -708,11 +709,19 @@ impl CsrFiles {
                 stats.clone(),
             )
         };
+        // Read by page by the vertex engine: with page-group checksums.
+        let g = |name: &str, kind| {
+            SummedWriter::create(
+                &store.join(format!("csr.{dir}.{name}")),
+                kind,
+                stats.clone(),
+            )
+        };
         Ok(CsrFiles {
             offsets: f("offsets", FileKind::CsrOffsets)?,
-            targets: f("targets", FileKind::CsrTargets)?,
+            targets: g("targets", FileKind::CsrTargets)?,
             weights: if weighted {
-                Some(f("weights", FileKind::CsrWeights)?)
+                Some(g("weights", FileKind::CsrWeights)?)
             } else {
                 None
             },
@@ -766,12 +775,10 @@ impl CsrFiles {
     /// Writes the closing offset and finishes every file.
     pub fn finish(mut self) -> Result<Vec<FileRecord>> {
         self.offsets.append(&self.edges.to_le_bytes())?;
-        let mut recs = vec![
-            self.offsets.finish(self.vertices + 1)?,
-            self.targets.finish(self.edges)?,
-        ];
+        let mut recs = vec![self.offsets.finish(self.vertices + 1)?];
+        recs.extend(self.targets.finish(self.edges)?);
         if let Some(w) = self.weights {
-            recs.push(w.finish(self.edges)?);
+            recs.extend(w.finish(self.edges)?);
         }
         recs.push(self.degrees.finish(self.vertices)?);
         Ok(recs)
