@@ -925,3 +925,61 @@ fn info_prints_the_ordering_cost_model() {
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["cost_model"], 2.0);
 }
+
+/// A star of 1M edges (shuffled among 1M others) in both directions as text.
+fn star(reversed: bool) -> Vec<u8> {
+    let mut lines: Vec<String> = Vec::with_capacity(2_000_000);
+    let mut x = 7u64;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        x >> 33
+    };
+    for i in 1..=1_000_000u64 {
+        lines.push(if reversed {
+            format!("{i} 0")
+        } else {
+            format!("0 {i}")
+        });
+        lines.push(format!(
+            "{} {}",
+            1 + next() % 1_000_000,
+            1 + next() % 1_000_000
+        ));
+    }
+    for i in (1..lines.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        lines.swap(i, j);
+    }
+    (lines.join("\n") + "\n").into_bytes()
+}
+
+/// A vertex whose list cannot be built within `--memory` is reported while the
+/// input is sorted, from the sorted runs' counts, not after the sort; the same
+/// input fits a larger budget.
+#[test]
+fn a_list_longer_than_the_budget_is_refused_while_sorting() {
+    ingest_fails(
+        "star.txt",
+        &star(false),
+        &["--memory", "8M"],
+        &[
+            "vertex 0 has at least",
+            "out-edges, more than fit --memory 8.00 MiB",
+            "found while sorting",
+        ],
+    );
+    ingest_fails(
+        "rstar.txt",
+        &star(true),
+        &["--memory", "8M", "--in-edges"],
+        &["vertex 0 has at least", "in-edges", "found while sorting"],
+    );
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("star.txt");
+    std::fs::write(&input, star(false)).unwrap();
+    let out = d.path().join("g");
+    let o = run(&["ingest", s(&input), "-o", s(&out), "--memory", "48M"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

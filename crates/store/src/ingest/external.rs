@@ -40,6 +40,7 @@ pub(super) fn build_ranges<R: Record, A: Adj>(
         if let Some(cap) = opts.sort_buffer_records {
             s.set_capacity(cap);
         }
+        super::limit_lists(c, &mut s, "in");
         Some(s)
     } else {
         None

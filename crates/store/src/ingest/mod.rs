@@ -600,6 +600,37 @@ fn parse_all<R: Record>(
     Ok((ids.len() as u64, input_edges, Some(ids)))
 }
 
+/// Bytes per edge while one vertex's list is built from the sorted runs: its
+/// record and its CSR entry (see `csr_from_runs`, which needs a whole list at
+/// once within `--memory`).
+fn list_bytes_per_edge<R: Record>() -> u64 {
+    std::mem::size_of::<R>() as u64 + if R::WEIGHTED { 8 } else { 4 }
+}
+
+/// Makes `sorter` fail as soon as a vertex is known to have more `dir`-edges than
+/// a list built within `--memory` may hold ([`ExternalSorter::set_list_limit`]),
+/// instead of after the sort.
+fn limit_lists<R: Record>(c: &Ctx, sorter: &mut ExternalSorter<R>, dir: &'static str) {
+    let per = list_bytes_per_edge::<R>();
+    let memory = c.opts.memory;
+    let (remap, base) = (c.opts.remap, c.base);
+    sorter.set_list_limit(
+        memory / per,
+        Box::new(move |u, k| {
+            let who = if remap {
+                format!("the vertex numbered {u} (dense, in ascending id order)")
+            } else {
+                format!("vertex {}", u as u64 + base)
+            };
+            StoreError::Invalid(format!(
+                "{who} has at least {k} {dir}-edges, more than fit --memory {} at once ({per} bytes an edge while its list is built; found while sorting, before the store is built); its list alone needs --memory {} or more",
+                outcore_io::format_bytes(memory),
+                outcore_io::format_bytes(k * per),
+            ))
+        }),
+    );
+}
+
 fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     let opts = c.opts;
     let budget = opts.memory;
@@ -619,6 +650,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
     if let Some(cap) = opts.sort_buffer_records {
         sorter.set_capacity(cap);
     }
+    limit_lists(c, &mut sorter, "out");
     let (n, input_edges, idmap) = parse_all(c, &mut sorter, sort_mem)?;
     trim_heap();
     if n > MAX_VERTICES {

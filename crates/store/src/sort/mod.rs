@@ -120,6 +120,41 @@ pub struct ExternalSorter<R: Record> {
     background: Option<SpillThread<R>>,
     /// Whether the buffer was halved for double buffering (after the first spill).
     halved: bool,
+    /// See [`ExternalSorter::set_list_limit`].
+    lists: Option<ListLimit>,
+}
+
+/// The error a too-long list gives: from the source and its least record count.
+pub type ListError = Box<dyn Fn(u32, u64) -> crate::StoreError + Send>;
+
+/// Lower bounds on the records of the sources with more than a leaf's records in
+/// a run, summed over the runs so far, and the most one source may have.
+struct ListLimit {
+    max: u64,
+    error: ListError,
+    /// Source -> records known so far (a lower bound on its total).
+    known: std::collections::HashMap<u32, u64>,
+}
+
+impl ListLimit {
+    fn note(&mut self, runs: &[Spilled]) -> Result<()> {
+        for run in runs {
+            // The partition stops splitting a bucket once it holds at most a
+            // leaf's records, so a segment with more holds a single source.
+            let leaf = leaf_size(run.len) as u64;
+            let ends = run.index.iter().skip(1).map(|s| s.1).chain([run.len]);
+            for (&(u, a), b) in run.index.iter().zip(ends) {
+                if b - a > leaf {
+                    let k = self.known.entry(u).or_insert(0);
+                    *k += b - a;
+                    if *k > self.max {
+                        return Err((self.error)(u, *k));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A run being sorted and written: hands back its buffer and the run.
@@ -435,7 +470,32 @@ impl<R: Record> ExternalSorter<R> {
             order,
             background: None,
             halved: false,
+            lists: None,
         }
+    }
+
+    /// Fails the sort as soon as one source is known to have more than `max`
+    /// records (source-ordered runs only): each run's index gives the exact count
+    /// of every source with more than a leaf's records in it ([`leaf_size`], at
+    /// most 4096), and these add up over the runs to a lower bound, so a list that
+    /// cannot be built later is reported while the input is still being read
+    /// rather than after the sort (never wrongly: the bound never exceeds the
+    /// truth). A list spread so thinly that no run holds a leaf of it is found
+    /// when the lists are built, as before.
+    pub fn set_list_limit(&mut self, max: u64, error: ListError) {
+        self.lists = Some(ListLimit {
+            max,
+            error,
+            known: Default::default(),
+        });
+    }
+
+    fn add_runs(&mut self, runs: Vec<Spilled>) -> Result<()> {
+        if let Some(l) = &mut self.lists {
+            l.note(&runs)?;
+        }
+        self.runs.extend(runs);
+        Ok(())
     }
 
     /// Caps the in-memory buffer at `records` (at least 1).
@@ -509,7 +569,7 @@ impl<R: Record> ExternalSorter<R> {
             Ok(r) => r?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        self.runs.extend(runs);
+        self.add_runs(runs)?;
         Ok(Some(buf))
     }
 
@@ -539,7 +599,7 @@ impl<R: Record> ExternalSorter<R> {
             return Ok(());
         }
         let (data, runs) = write_run(data, order, split, path, stats)?;
-        self.runs.extend(runs);
+        self.add_runs(runs)?;
         if !self.halved {
             self.halved = true;
             self.capacity = (self.capacity / 2).max(1);

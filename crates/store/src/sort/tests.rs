@@ -232,3 +232,55 @@ fn sort_bench() {
         );
     }
 }
+
+/// The list limit fails a sort only for a source that truly has more records
+/// than the limit (its count is a lower bound), and catches a heavy source that
+/// fills whole segments of the runs while the input is still arriving.
+#[test]
+fn the_list_limit_is_never_wrong_and_catches_heavy_sources_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = 99u64;
+    let mut input = Vec::new();
+    // Source 3 has 60,000 records, source 70 has 20,000, the rest few each.
+    for i in 0..200_000u32 {
+        crate::lcg(&mut x);
+        let u = match i % 10 {
+            0..=2 => 3,
+            3 => 70,
+            _ => 100 + (x >> 40) as u32 % 50_000,
+        };
+        input.push(Edge { u, v: i });
+    }
+    let heaviest = 60_000u64;
+    let run = |limit: u64| -> (Result<()>, u64) {
+        let mut s =
+            ExternalSorter::<Edge>::by_source(dir.path().to_path_buf(), 8 * 20_000, IoStats::new());
+        s.set_list_limit(
+            limit,
+            Box::new(|u, k| crate::StoreError::Invalid(format!("source {u}: {k}"))),
+        );
+        let mut pushed = 0;
+        for r in &input {
+            if let Err(e) = s.push(*r) {
+                return (Err(e), pushed);
+            }
+            pushed += 1;
+        }
+        (s.into_runs().map(|_| ()), pushed)
+    };
+    let (r, _) = run(heaviest);
+    assert!(
+        r.is_ok(),
+        "a source at the limit was refused: {:?}",
+        r.err()
+    );
+    let (r, pushed) = run(heaviest / 2);
+    let e = r.expect_err("source 3 has twice the limit").to_string();
+    assert!(e.starts_with("source 3: "), "{e}");
+    let k: u64 = e["source 3: ".len()..].parse().unwrap();
+    assert!(k > heaviest / 2 && k <= heaviest, "{e}");
+    assert!(
+        pushed < input.len() as u64,
+        "found only after the whole input"
+    );
+}
