@@ -34,6 +34,32 @@ pub struct JobSpec {
     pub damping: f64,
 }
 
+impl JobSpec {
+    /// The root in dense ids, or an error naming the spec when it is not a vertex.
+    pub fn dense_root(&self, ids: &IdMap) -> Result<Option<u32>> {
+        match self.root {
+            Some(r) => Ok(Some(ids.to_dense(r).ok_or_else(|| {
+                AlgoError::Invalid(format!(
+                    "job spec {:?}: root {r} is not a vertex of the store",
+                    self.text
+                ))
+            })?)),
+            None => Ok(None),
+        }
+    }
+    /// Bytes per vertex of the job's own vertex state ([`make_jobs`]): bfs and
+    /// sssp a u64 (distance and parent), wcc and wcc-lp a u32, pagerank three f64
+    /// (rank, contribution, sum; the out-degrees are the engine's, shared).
+    pub fn state_bytes_per_vertex(&self) -> u64 {
+        match self.algo {
+            Algo::Bfs | Algo::Sssp => 8,
+            Algo::Wcc | Algo::WccLp => 4,
+            Algo::PageRank => 24,
+            _ => 0,
+        }
+    }
+}
+
 /// The algorithms the jobs engine runs.
 pub const JOB_ALGOS: [Algo; 5] = [
     Algo::Bfs,
@@ -129,15 +155,7 @@ pub fn make_jobs(
     let mut out_degrees = out_degrees;
     let mut jobs: Vec<Box<dyn BspJob>> = Vec::with_capacity(specs.len());
     for spec in specs {
-        let root = match spec.root {
-            Some(r) => Some(ids.to_dense(r).ok_or_else(|| {
-                AlgoError::Invalid(format!(
-                    "job spec {:?}: root {r} is not a vertex of the store",
-                    spec.text
-                ))
-            })?),
-            None => None,
-        };
+        let root = spec.dense_root(ids)?;
         jobs.push(match spec.algo {
             Algo::Bfs => Box::new(Bfs {
                 root: root.expect("checked"),
