@@ -232,6 +232,18 @@ fn partition_command_rebuild_and_damage() {
     assert!(err(&o).contains("vpart.1.edges"), "{}", err(&o));
     let o = run(&["run", "bfs", sts, "--root", "0", "--engine", "stream"]);
     assert!(o.status.success(), "{}", err(&o));
+    // The external run reads edges in ranges: the page-group checksums catch the
+    // flipped byte (a local target still in range) by file and group.
+    let o = run(&["run", "pagerank", sts, "--memory", "10M"]);
+    assert!(!o.status.success(), "a damaged edge went unnoticed");
+    let group = (b.len() - 4096 - 3) / 4096;
+    assert!(
+        err(&o).contains("vpart.1.edges")
+            && err(&o).contains(&format!("page group {group} "))
+            && err(&o).contains("vpart.1.edges.sums"),
+        "{}",
+        err(&o)
+    );
     // Truncated: the run refuses it by name before reading any edge.
     std::fs::write(&f, &b[..b.len() - 8]).unwrap();
     let o = run(&["run", "pagerank", sts, "--memory", "10M"]);
@@ -278,4 +290,37 @@ fn external_refuses_what_it_cannot_run() {
     let o = run(&["run", "mis-luby", sts, "--memory", "9M"]);
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("warning:"), "{}", err(&o));
+}
+
+/// The sort-reduce engine reads the CSR in ranges: a target changed to another
+/// vertex that exists is caught by the page-group checksums, by file and group.
+#[test]
+fn sort_reduce_checks_the_pages_it_reads() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), false);
+    let sts = s(&st);
+    let args = [
+        "run",
+        "pagerank",
+        sts,
+        "--engine",
+        "sortreduce",
+        "--memory",
+        "16M",
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", err(&o));
+    let f = st.join("csr.out.targets");
+    let mut b = std::fs::read(&f).unwrap();
+    let at = 4096 + 2 * 4096 + 40;
+    let v = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    b[at..at + 4].copy_from_slice(&(v ^ 2).to_le_bytes());
+    std::fs::write(&f, &b).unwrap();
+    let o = run(&args);
+    assert!(!o.status.success(), "a changed target went unnoticed");
+    assert!(
+        err(&o).contains("csr.out.targets") && err(&o).contains("page group 2 "),
+        "{}",
+        err(&o)
+    );
 }

@@ -33,6 +33,7 @@ use bytemuck::Zeroable;
 use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
 use outcore_state::{StateBudget, VertexArray};
 use outcore_store::format::{FileKind, LayoutFile};
+use outcore_store::pagesums::PageSums;
 use outcore_store::Store;
 use rayon::prelude::*;
 use std::cmp::Reverse;
@@ -93,6 +94,10 @@ struct Csr {
     degrees: LayoutFile,
     targets: LayoutFile,
     weights: Option<LayoutFile>,
+    /// Page-group checksums of the targets (and weights): lists are read in
+    /// ranges, so every range is widened to whole groups and checked.
+    tsums: PageSums,
+    wsums: Option<PageSums>,
 }
 
 impl<'s> SortReduceEngine<'s> {
@@ -135,6 +140,12 @@ impl<'s> SortReduceEngine<'s> {
             targets: open("csr.out.targets", FileKind::CsrTargets)?,
             weights: if store.weighted() && prog.weighted() {
                 Some(open("csr.out.weights", FileKind::CsrWeights)?)
+            } else {
+                None
+            },
+            tsums: PageSums::load(store, "csr.out.targets")?,
+            wsums: if store.weighted() && prog.weighted() {
+                Some(PageSums::load(store, "csr.out.weights")?)
             } else {
                 None
             },
@@ -239,13 +250,14 @@ impl<'s> SortReduceEngine<'s> {
                     let mut x = a;
                     while x < b {
                         let y = b.min(x + window);
-                        ebuf.resize((y - x) as usize, 0);
-                        csr.targets
-                            .read_payload(4 * x, bytemuck::cast_slice_mut(&mut ebuf))?;
-                        if let Some(wf) = &csr.weights {
-                            wbuf.resize((y - x) as usize, 0.0);
-                            wf.read_payload(4 * x, bytemuck::cast_slice_mut(&mut wbuf))?;
+                        // Whole checksum groups around the lists, checked.
+                        let skew = csr
+                            .tsums
+                            .read_checked(&csr.targets, 4 * x, 4 * y, &mut ebuf)?;
+                        if let (Some(wf), Some(ws)) = (&csr.weights, &csr.wsums) {
+                            ws.read_checked(wf, 4 * x, 4 * y, &mut wbuf)?;
                         }
+                        let (ebuf, wbuf) = (&ebuf[skew..], wbuf.get(skew..).unwrap_or(&[]));
                         for &i in &act[ka..kb] {
                             let (la, lb) = (offs[i].max(x), offs[i + 1].min(y));
                             if la >= lb {

@@ -14,7 +14,7 @@
 //! byte range. The sums cost 4 bytes per 4 KiB of CSR in memory while checked.
 
 use crate::error::{corrupt, Result};
-use crate::format::{FileKind, FileRecord, LayoutWriter, HEADER_LEN};
+use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter, HEADER_LEN};
 use crate::Store;
 use outcore_io::IoStats;
 use std::path::{Path, PathBuf};
@@ -45,15 +45,33 @@ pub struct SummedWriter {
 }
 
 impl SummedWriter {
+    /// Writes `path` with O_DIRECT appends, its sums beside it as `NAME.sums`.
     pub fn create(path: &Path, kind: FileKind, stats: Arc<IoStats>) -> Result<SummedWriter> {
         let name = path
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let sums_path = path.with_file_name(sums_name(&name));
+        let data = LayoutWriter::create(path, kind, stats.clone())?;
+        Self::with(data, &sums_path, stats)
+    }
+
+    /// Writes `path` through the page cache, its sums to `sums_path` (for writers
+    /// that write under temporary names and rename both).
+    pub fn create_buffered(
+        path: &Path,
+        sums_path: &Path,
+        kind: FileKind,
+        stats: Arc<IoStats>,
+    ) -> Result<SummedWriter> {
+        let data = LayoutWriter::create_buffered(path, kind, stats.clone())?;
+        Self::with(data, sums_path, stats)
+    }
+
+    fn with(data: LayoutWriter, sums_path: &Path, stats: Arc<IoStats>) -> Result<SummedWriter> {
         Ok(SummedWriter {
-            data: LayoutWriter::create(path, kind, stats.clone())?,
-            sums: LayoutWriter::create_buffered(&sums_path, FileKind::PageSums, stats)?,
+            data,
+            sums: LayoutWriter::create_buffered(sums_path, FileKind::PageSums, stats)?,
             cur: crc32fast::Hasher::new(),
             fill: 0,
             pending: Vec::with_capacity(1 << 14),
@@ -156,6 +174,25 @@ impl PageSums {
             .saturating_mul(SUM_GROUP)
             .min(self.payload);
         (lo, hi.max(lo))
+    }
+
+    /// Reads payload bytes `a..b` of `file` (the data file these sums are of)
+    /// widened to whole groups into `buf` (resized), checks every group, and
+    /// returns where byte `a` lies in `buf`, in elements of `T` (whose size must
+    /// divide the payload's length, as it does for the files that have sums).
+    pub fn read_checked<T: bytemuck::Pod>(
+        &self,
+        file: &LayoutFile,
+        a: u64,
+        b: u64,
+        buf: &mut Vec<T>,
+    ) -> Result<usize> {
+        let size = std::mem::size_of::<T>() as u64;
+        let (lo, hi) = self.span(a, b);
+        buf.resize(((hi - lo) / size) as usize, T::zeroed());
+        file.read_payload(lo, bytemuck::cast_slice_mut(buf))?;
+        self.check(lo, bytemuck::cast_slice(buf))?;
+        Ok(((a - lo) / size) as usize)
     }
 
     /// Checks `buf`, the payload bytes from `at` (a multiple of [`SUM_GROUP`]):

@@ -55,6 +55,7 @@
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::Manifest;
+use crate::pagesums::{sums_name, PageSums, SummedWriter};
 use crate::reader::Store;
 use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
 use std::path::{Path, PathBuf};
@@ -501,8 +502,14 @@ pub fn build(
             let ename = file_name(q as u32, "edges");
             let mut sw =
                 LayoutWriter::create_buffered(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
-            let mut ew =
-                LayoutWriter::create_buffered(&tmp(&ename), FileKind::VpartEdges, stats.clone())?;
+            // The edges are read in ranges by the run: with page-group checksums.
+            let esums = sums_name(&ename);
+            let mut ew = SummedWriter::create_buffered(
+                &tmp(&ename),
+                &tmp(&esums),
+                FileKind::VpartEdges,
+                stats.clone(),
+            )?;
             let rl = if weighted { 12 } else { 8 };
             let mut m_q = 0u64;
             let mut e_q = 0u64;
@@ -557,7 +564,11 @@ pub fn build(
             mirrors[q] = m_q;
             edges[q] = e_q;
             finish(sw, sname, m_q)?;
-            finish(ew, ename, e_q)?;
+            let [mut de, mut ds] = ew.finish(e_q)?;
+            de.name = ename.clone();
+            ds.name = esums.clone();
+            files.extend([de, ds]);
+            written.extend([ename, esums]);
         }
         if edges.iter().sum::<u64>() != m {
             return Err(StoreError::Invalid(format!(
@@ -636,6 +647,8 @@ pub struct VpartLayout {
     pub dests: Vec<LayoutFile>,
     pub sources: Vec<LayoutFile>,
     pub edges: Vec<LayoutFile>,
+    /// Page-group checksums of each partition's edges (read in ranges).
+    pub edge_sums: Vec<PageSums>,
     pub mirrors: Vec<LayoutFile>,
     pub weighted: bool,
 }
@@ -664,6 +677,7 @@ impl VpartLayout {
             dests: Vec::new(),
             sources: Vec::new(),
             edges: Vec::new(),
+            edge_sums: Vec::new(),
             mirrors: Vec::new(),
             weighted: store.weighted(),
             record: rec,
@@ -689,6 +703,8 @@ impl VpartLayout {
             l.dests.push(d);
             l.sources.push(s);
             l.edges.push(e);
+            l.edge_sums
+                .push(PageSums::load(store, &file_name(q, "edges"))?);
             l.mirrors.push(mi);
         }
         Ok(Some(l))

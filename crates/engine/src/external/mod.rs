@@ -167,6 +167,8 @@ pub struct ExternalStats {
     /// `apply` leaves a vertex alone then: their destinations are not read).
     pub partitions_idle: u64,
     pub edges_processed: u64,
+    /// Edge bytes read (windows widened to whole 4 KiB checksum groups, every
+    /// group checked against the layout's page sums).
     pub edge_bytes_read: u64,
     pub source_bytes_read: u64,
     pub dest_bytes_read: u64,
@@ -566,9 +568,16 @@ impl<'s> ExternalEngine<'s> {
                     while wa < rb {
                         let wb = rb.min(wa + plan.window_edges);
                         let tio = Instant::now();
-                        edge_buf.resize(((wb - wa) as usize) * eb, 0);
-                        self.layout.edges[qu].read_payload(wa * eb as u64, &mut edge_buf)?;
-                        stats.edge_bytes_read += (wb - wa) * eb as u64;
+                        // Read whole checksum groups around the window and check
+                        // them: every edge used was checked.
+                        let (a, b) = (wa * eb as u64, wb * eb as u64);
+                        let skew = self.layout.edge_sums[qu].read_checked(
+                            &self.layout.edges[qu],
+                            a,
+                            b,
+                            &mut edge_buf,
+                        )?;
+                        stats.edge_bytes_read += edge_buf.len() as u64;
                         stats.io_seconds += tio.elapsed().as_secs_f64();
                         let tc = Instant::now();
                         // The active sources overlapping [wa, wb).
@@ -589,7 +598,7 @@ impl<'s> ExternalEngine<'s> {
                         stats.edges_processed += edges;
                         part_edges += edges;
                         let win = Window {
-                            buf: &edge_buf,
+                            buf: &edge_buf[skew..skew + (b - a) as usize],
                             start: wa,
                             eb,
                             weighted,
