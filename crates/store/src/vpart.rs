@@ -469,19 +469,29 @@ pub fn build(
         let mut edges = vec![0u64; ku];
         for q in 0..ku {
             progress("write", q as u64, k as u64);
-            let mut finish = |w: LayoutWriter, name: String, count: u64| -> Result<()> {
-                let mut r = w.finish(count)?;
-                r.name = name.clone();
-                files.push(r);
-                written.push(name);
+            // Every partition file is read in ranges by the run: each with its
+            // page-group checksums, written beside it under a temporary name.
+            let create = |name: &str, kind| {
+                SummedWriter::create_buffered(
+                    &tmp(name),
+                    &tmp(&sums_name(name)),
+                    kind,
+                    stats.clone(),
+                )
+            };
+            let mut finish = |w: SummedWriter, name: String, count: u64| -> Result<()> {
+                let [mut d, mut s] = w.finish(count)?;
+                d.name = name.clone();
+                s.name = sums_name(&name);
+                written.extend([name, s.name.clone()]);
+                files.extend([d, s]);
                 Ok(())
             };
             // Destinations: ids then out-degrees. The ids stay in memory (one
             // partition's, which the run holds too) to turn targets into local
             // indices.
             let name = file_name(q as u32, "dests");
-            let mut w =
-                LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartDests, stats.clone())?;
+            let mut w = create(&name, FileKind::VpartDests)?;
             let mut ids: Vec<u32> = Vec::with_capacity(counts[q] as usize);
             spill.read(&sf, s_ids(q), |b| {
                 ids.extend(
@@ -493,23 +503,14 @@ pub fn build(
             spill.read(&sf, s_degs(q), |b| w.append(b))?;
             finish(w, name, counts[q])?;
             let name = file_name(q as u32, "mirrors");
-            let mut w =
-                LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartMirrors, stats.clone())?;
+            let mut w = create(&name, FileKind::VpartMirrors)?;
             spill.read(&sf, s_mask(q), |b| w.append(b))?;
             finish(w, name, counts[q])?;
             // Source table and edges, segment by segment (owner p of the source).
             let sname = file_name(q as u32, "sources");
             let ename = file_name(q as u32, "edges");
-            let mut sw =
-                LayoutWriter::create_buffered(&tmp(&sname), FileKind::VpartSources, stats.clone())?;
-            // The edges are read in ranges by the run: with page-group checksums.
-            let esums = sums_name(&ename);
-            let mut ew = SummedWriter::create_buffered(
-                &tmp(&ename),
-                &tmp(&esums),
-                FileKind::VpartEdges,
-                stats.clone(),
-            )?;
+            let mut sw = create(&sname, FileKind::VpartSources)?;
+            let mut ew = create(&ename, FileKind::VpartEdges)?;
             let rl = if weighted { 12 } else { 8 };
             let mut m_q = 0u64;
             let mut e_q = 0u64;
@@ -564,11 +565,7 @@ pub fn build(
             mirrors[q] = m_q;
             edges[q] = e_q;
             finish(sw, sname, m_q)?;
-            let [mut de, mut ds] = ew.finish(e_q)?;
-            de.name = ename.clone();
-            ds.name = esums.clone();
-            files.extend([de, ds]);
-            written.extend([ename, esums]);
+            finish(ew, ename, e_q)?;
         }
         if edges.iter().sum::<u64>() != m {
             return Err(StoreError::Invalid(format!(
@@ -647,10 +644,19 @@ pub struct VpartLayout {
     pub dests: Vec<LayoutFile>,
     pub sources: Vec<LayoutFile>,
     pub edges: Vec<LayoutFile>,
-    /// Page-group checksums of each partition's edges (read in ranges).
-    pub edge_sums: Vec<PageSums>,
     pub mirrors: Vec<LayoutFile>,
+    /// Page-group checksums of each partition's files, in [`Part`] order.
+    sums: Vec<[PageSums; 4]>,
     pub weighted: bool,
+}
+
+/// One of a partition's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Dests = 0,
+    Sources = 1,
+    Edges = 2,
+    Mirrors = 3,
 }
 
 impl VpartLayout {
@@ -677,8 +683,8 @@ impl VpartLayout {
             dests: Vec::new(),
             sources: Vec::new(),
             edges: Vec::new(),
-            edge_sums: Vec::new(),
             mirrors: Vec::new(),
+            sums: Vec::new(),
             weighted: store.weighted(),
             record: rec,
         };
@@ -703,14 +709,64 @@ impl VpartLayout {
             l.dests.push(d);
             l.sources.push(s);
             l.edges.push(e);
-            l.edge_sums
-                .push(PageSums::load(store, &file_name(q, "edges"))?);
             l.mirrors.push(mi);
+            let sums = |part| PageSums::load(store, &file_name(q, part));
+            l.sums.push([
+                sums("dests")?,
+                sums("sources")?,
+                sums("edges")?,
+                sums("mirrors")?,
+            ]);
         }
         Ok(Some(l))
     }
     pub fn partitions(&self) -> u32 {
         self.record.partitions
+    }
+
+    /// `count` elements of `T` at payload byte `offset` of partition `q`'s `part`
+    /// file, read widened to whole checksum groups and checked against the
+    /// file's page sums ([`VpartLayout::read_into`]).
+    pub fn read<T: bytemuck::Pod>(
+        &self,
+        part: Part,
+        q: usize,
+        offset: u64,
+        count: u64,
+    ) -> Result<Vec<T>> {
+        let mut v = Vec::new();
+        self.read_into(
+            part,
+            q,
+            offset,
+            count * std::mem::size_of::<T>() as u64,
+            &mut v,
+        )
+        .map(|skew| {
+            v.drain(..skew);
+            v.truncate(count as usize);
+            v
+        })
+    }
+
+    /// Reads payload bytes `offset..offset + bytes` of partition `q`'s `part`
+    /// file into `buf` widened to whole checksum groups, checks them, and
+    /// returns where `offset` lies in `buf` (in elements of `T`).
+    pub fn read_into<T: bytemuck::Pod>(
+        &self,
+        part: Part,
+        q: usize,
+        offset: u64,
+        bytes: u64,
+        buf: &mut Vec<T>,
+    ) -> Result<usize> {
+        let file = match part {
+            Part::Dests => &self.dests[q],
+            Part::Sources => &self.sources[q],
+            Part::Edges => &self.edges[q],
+            Part::Mirrors => &self.mirrors[q],
+        };
+        self.sums[q][part as usize].read_checked(file, offset, offset + bytes, buf)
     }
     /// First mirror of owner `p`'s destinations in partition `q`'s source table.
     pub fn segment(&self, q: u32, p: u32) -> u64 {

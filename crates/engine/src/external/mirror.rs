@@ -4,9 +4,10 @@
 //! written and why.
 
 use super::plan::{MASK_CHUNK, MBLOCK, MIRROR_GAP};
-use super::{mirror_record, read_at, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
+use super::{mirror_record, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
+use outcore_store::vpart::Part;
 use std::time::Instant;
 
 impl ExternalEngine<'_> {
@@ -56,7 +57,7 @@ impl ExternalEngine<'_> {
         let mut m0 = 0u64;
         while m0 < nd {
             let c = (nd - m0).min(MASK_CHUNK);
-            let masks: Vec<u64> = read_at(&self.layout.mirrors[p as usize], 8 * m0, c)?;
+            let masks: Vec<u64> = self.layout.read(Part::Mirrors, p as usize, 8 * m0, c)?;
             for (j, &mask) in masks.iter().enumerate() {
                 let i = (m0 as usize) + j;
                 if mask == 0 {

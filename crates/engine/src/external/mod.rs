@@ -67,11 +67,11 @@ mod plan;
 
 use crate::error::{EngineError, Result};
 use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
-use crate::read_at;
+
 use mirror::{add_mirror, MirrorDone, MirrorJob};
 use outcore_io::{IoSnapshot, ReadMode, ScratchFile};
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
-use outcore_store::vpart::VpartLayout;
+use outcore_store::vpart::{Part, VpartLayout};
 use outcore_store::Store;
 use plan::{device_costs, MBLOCK};
 pub use plan::{min_memory, mirror_buffer, plan, Plan, FIXED_BYTES};
@@ -314,7 +314,7 @@ impl<'s> ExternalEngine<'s> {
             let (mut c0, mut e) = (0u64, 0u64);
             while c0 < nm {
                 let c = (nm - c0).min(plan.chunk_entries);
-                let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[q], 8 * c0, c)?;
+                let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, q, 8 * c0, c)?;
                 for (i, s) in srcs.iter().enumerate() {
                     if (i as u64).is_multiple_of(MBLOCK) {
                         offs.push(e);
@@ -355,9 +355,12 @@ impl<'s> ExternalEngine<'s> {
         let mut agg_total = Sums::default();
         let mut active_total = 0u64;
         for q in 0..k {
-            let ids: Vec<u32> = read_at(&self.layout.dests[q as usize], 0, rec.dests[q as usize])?;
-            let degs: Vec<u32> = read_at(
-                &self.layout.dests[q as usize],
+            let ids: Vec<u32> =
+                self.layout
+                    .read(Part::Dests, q as usize, 0, rec.dests[q as usize])?;
+            let degs: Vec<u32> = self.layout.read(
+                Part::Dests,
+                q as usize,
                 4 * rec.dests[q as usize],
                 rec.dests[q as usize],
             )?;
@@ -453,7 +456,7 @@ impl<'s> ExternalEngine<'s> {
         let mut out = out_budget.alloc::<P::Out>(prog.name(), n, zero)?;
         for q in 0..k {
             let nd = rec.dests[q as usize];
-            let ids: Vec<u32> = read_at(&self.layout.dests[q as usize], 0, nd)?;
+            let ids: Vec<u32> = self.layout.read(Part::Dests, q as usize, 0, nd)?;
             let (vals, _) = st.read_dests::<P::V>(q, nd)?;
             for (&v, x) in ids.iter().zip(&vals) {
                 out[v as usize] = prog.output(x);
@@ -517,7 +520,7 @@ impl<'s> ExternalEngine<'s> {
             }
             debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
             let tio = Instant::now();
-            let srcs: Vec<[u32; 2]> = read_at(&self.layout.sources[qu], 8 * c0, c)?;
+            let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, qu, 8 * c0, c)?;
             let mut mir: Vec<MirrorRec> = vec![0; c as usize];
             st.mirrors
                 .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 8, &mut mir)?;
@@ -571,12 +574,9 @@ impl<'s> ExternalEngine<'s> {
                         // Read whole checksum groups around the window and check
                         // them: every edge used was checked.
                         let (a, b) = (wa * eb as u64, wb * eb as u64);
-                        let skew = self.layout.edge_sums[qu].read_checked(
-                            &self.layout.edges[qu],
-                            a,
-                            b,
-                            &mut edge_buf,
-                        )?;
+                        let skew =
+                            self.layout
+                                .read_into(Part::Edges, qu, a, b - a, &mut edge_buf)?;
                         stats.edge_bytes_read += edge_buf.len() as u64;
                         stats.io_seconds += tio.elapsed().as_secs_f64();
                         let tc = Instant::now();
@@ -658,7 +658,7 @@ impl<'s> ExternalEngine<'s> {
                         ),
                     }));
                 }
-                let ids: Vec<u32> = read_at(&self.layout.dests[qu], 0, nd)?;
+                let ids: Vec<u32> = self.layout.read(Part::Dests, qu, 0, nd)?;
                 return Err(EngineError::BadEdge {
                     program: prog.name(),
                     u,
@@ -676,7 +676,7 @@ impl<'s> ExternalEngine<'s> {
         }
         let tio = Instant::now();
         let (mut vals, mut eps) = st.read_dests::<P::V>(q, nd)?;
-        let degs: Vec<u32> = read_at(&self.layout.dests[qu], 4 * nd, nd)?;
+        let degs: Vec<u32> = self.layout.read(Part::Dests, qu, 4 * nd, nd)?;
         stats.dest_bytes_read += nd * (std::mem::size_of::<P::V>() as u64 + 12);
         stats.io_seconds += tio.elapsed().as_secs_f64();
         // The threads' accumulators, combined in thread order.
