@@ -135,6 +135,14 @@ impl PageSums {
             .file(name)
             .ok_or_else(|| corrupt(store.dir().join(name), "not listed in the manifest"))?;
         let payload = data.bytes.saturating_sub(HEADER_LEN);
+        if store.manifest().file(&sname).is_none() {
+            return Err(corrupt(
+                store.dir().join(name),
+                format!(
+                    "has no page checksums ({sname} is not in the manifest): written by an older outcore; run `outcore partition` again for a V-Part layout, or ingest the graph again"
+                ),
+            ));
+        }
         let lf = store.layout(&sname, FileKind::PageSums)?;
         let sums: Vec<u32> = lf.read_all()?;
         if sums.len() as u64 != groups(payload) || lf.header.count != sums.len() as u64 {
