@@ -178,7 +178,10 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     // budget that cannot hold them for one job beside the engine's share is
     // refused now, not OOM-killed later.
     let engine_floor = (a.memory / 4).max(4 << 20);
-    let fixed = |jobs: usize| JobsEngine::frontier_bytes(n, jobs) + engine_floor + 4 * n;
+    // Held beside a group's state: its active lists and the out-degrees; and
+    // beside those the engine's share.
+    let beside = |jobs: usize| JobsEngine::frontier_bytes(n, jobs) + 4 * n;
+    let fixed = |jobs: usize| beside(jobs) + engine_floor;
     if JobsEngine::frontier_bytes(n, 1) + engine_floor > a.memory {
         let frontier = JobsEngine::frontier_bytes(n, 1);
         bail!(
@@ -199,7 +202,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     for (k, spec) in specs.iter().enumerate() {
         let bytes = spec.state_bytes_per_vertex() * n;
         if bytes + fixed(1) > a.memory {
-            let need = bytes + 4 * n + JobsEngine::frontier_bytes(n, 1);
+            let need = bytes + beside(1);
             bail!(
                 "job {k} ({}) keeps {} of vertex state ({} bytes per vertex, and {} of out-degrees and {} of active lists beside it), which --memory {} cannot hold beside the engine's sub-blocks; give --memory {} or more, or run it alone with `outcore run {}` (which takes the fully-external engine when its state does not fit)",
                 spec.text,

@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use outcore_algos::vc::{self, VAlgo, VParams};
 use outcore_algos::{verify::verify, Algo, Output, Params};
-use outcore_engine::vertex::{VertexConfig, VertexEngine};
+use outcore_engine::vertex::{request_buffer_bytes, VertexConfig, VertexEngine};
 use outcore_io::{format_bytes, parse_size, IoStats, ReadMode};
 use outcore_store::order::Order;
 use outcore_store::pagesums;
@@ -140,13 +140,7 @@ fn fixed_bytes(
     let n = store.vertices();
     let sides = if in_edges { 2 } else { 1 };
     let files = if weights { 2 } else { 1 };
-    let p = v.page_size.max(1);
-    let widen = if p < pagesums::SUM_GROUP {
-        2 * pagesums::SUM_GROUP
-    } else {
-        0
-    };
-    let request = (v.max_request / p).max(1) * p + widen;
+    let request = request_buffer_bytes(v.page_size.max(1) as usize, v.max_request as usize) as u64;
     let mut arrays = n * algo.bytes_per_vertex();
     if v.policy.is_some() {
         // The static cache's slot per vertex and the selection (at most n ids).

@@ -171,6 +171,18 @@ fn check_targets(t: &[u32], n: usize, file: &InFile, at: u64) -> Result<()> {
     }
 }
 
+/// Bytes of one request buffer (per file read; `queue depth` of them are kept):
+/// the largest merged request of `page_size` pages, widened to whole checksum
+/// groups when pages are smaller than a group.
+pub fn request_buffer_bytes(page_size: usize, max_request: usize) -> usize {
+    let widen = if (page_size as u64) < SUM_GROUP {
+        2 * SUM_GROUP as usize
+    } else {
+        0
+    };
+    (max_request / page_size).max(1) * page_size + widen
+}
+
 /// Reads payload bytes `lo..hi` of `f` (`len` bytes asked, whole pages) into
 /// `buf` and checks them against `sums`: the bytes checked and the seconds taken.
 fn read_checked(
@@ -333,7 +345,6 @@ impl VertexEngine {
         }
         let frame_bytes = if weighted { 2 * p } else { p };
         let frames = (cfg.page_cache / frame_bytes as u64) as usize;
-        let max_pages = (cfg.max_request / p).max(1);
         let (submit, jobs) = channel::<Request>();
         let (finished, done) = channel::<Request>();
         let jobs = Arc::new(Mutex::new(jobs));
@@ -381,13 +392,7 @@ impl VertexEngine {
                 .map_err(|e| EngineError::Invalid(format!("cannot start an I/O thread: {e}")))?;
             workers.push(h);
         }
-        // Reads of pages under a checksum group are widened to whole groups.
-        let widen = if (p as u64) < SUM_GROUP {
-            2 * SUM_GROUP as usize
-        } else {
-            0
-        };
-        let buf_bytes = max_pages * p + widen;
+        let buf_bytes = request_buffer_bytes(p, cfg.max_request);
         let spare = (0..cfg.queue_depth)
             .map(|_| {
                 (
