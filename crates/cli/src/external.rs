@@ -67,6 +67,7 @@ fn build(store: &Store, opts: &VpartOptions) -> Result<VpartRecord> {
             .unwrap()
             .progress_chars("=> "),
     );
+    crate::embed::track(&bar, "partition");
     let rec = vpart::build(store, opts, &|phase, done, total| {
         bar.set_message(phase.to_string());
         bar.set_length(total);
@@ -175,13 +176,13 @@ fn vertex_memory_for(
         }
         vm = vm * 3 / 4;
     }
-    bail!(
+    Err(crate::embed::budget(format!(
         "--memory {} is too small for the external engine: {} vertices at {bpv} bytes each in at most {} partitions, beside {} fixed, mirror buffers and 512 KiB of chunk buffers",
         format_bytes(memory),
         n,
         vpart::MAX_PARTITIONS,
         format_bytes(FIXED_BYTES)
-    )
+    )))
 }
 
 struct Bars {
@@ -326,7 +327,7 @@ pub fn run(
         store = Store::open_with(&a.store, ReadMode::Buffered, store.stats().clone())?;
     }
     let rec = store.manifest().vpart.clone().expect("a layout");
-    let plan = external::plan(&rec, a.memory, bpv, eb, threads).map_err(anyhow::Error::msg)?;
+    let plan = external::plan(&rec, a.memory, bpv, eb, threads).map_err(crate::embed::budget)?;
     if a.explain {
         let (r, w) = per_iteration_bytes(&store, &rec, algo);
         println!(
@@ -367,6 +368,7 @@ pub fn run(
         .progress_chars("=> "),
     );
     bar.set_prefix(algo.name().to_string());
+    crate::embed::track(&bar, algo.name());
     engine.set_observer(Box::new(Bars { bar: bar.clone() }));
     let t_run = Instant::now();
     let result = run_program(&mut engine, &store, algo, &params)?;

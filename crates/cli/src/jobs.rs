@@ -4,7 +4,7 @@
 use crate::args::OutFormat;
 use crate::output::{prepare_output, write_output, Outputs};
 use crate::progress::peak_memory;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use outcore_algos::jobs::{make_jobs, BspJob, JobSpec};
@@ -82,6 +82,10 @@ pub struct JobsArgs {
 }
 
 impl JobsArgs {
+    /// `--threads`, when given.
+    pub fn threads(&self) -> Option<usize> {
+        self.threads
+    }
     /// The settings `outcore example` uses: defaults, with `--verify`.
     pub fn example(store: PathBuf, specs: &[&str]) -> JobsArgs {
         JobsArgs {
@@ -184,12 +188,12 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let fixed = |jobs: usize| beside(jobs) + engine_floor;
     if JobsEngine::frontier_bytes(n, 1) + engine_floor > a.memory {
         let frontier = JobsEngine::frontier_bytes(n, 1);
-        bail!(
+        return Err(crate::embed::budget(format!(
             "a job over {n} vertices keeps {} of active lists and bitmaps in memory, which --memory {} cannot hold beside the engine's sub-blocks; give --memory {} or more",
             format_bytes(frontier),
             format_bytes(a.memory),
             format_bytes((frontier + (4 << 20)) * 4 / 3 + (1 << 20))
-        );
+        )));
     }
     // Jobs whose state does not fit together run in groups, one after another,
     // each group sharing its scans, so that every job's state is in memory:
@@ -203,7 +207,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         let bytes = spec.state_bytes_per_vertex() * n;
         if bytes + fixed(1) > a.memory {
             let need = bytes + beside(1);
-            bail!(
+            return Err(crate::embed::budget(format!(
                 "job {k} ({}) keeps {} of vertex state ({} bytes per vertex, and {} of out-degrees and {} of active lists beside it), which --memory {} cannot hold beside the engine's sub-blocks; give --memory {} or more, or run it alone with `outcore run {}` (which takes the fully-external engine when its state does not fit)",
                 spec.text,
                 format_bytes(bytes),
@@ -213,7 +217,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
                 format_bytes(a.memory),
                 format_bytes(need / 3 * 4 + (1 << 20)),
                 spec.algo.name()
-            );
+            )));
         }
         match groups.last_mut() {
             Some(g) if held + bytes + fixed(g.len() + 1) <= a.memory => {
@@ -285,6 +289,7 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
         state_desc.extend(state.describe());
         let bar = ProgressBar::new_spinner();
         bar.set_style(ProgressStyle::with_template("     jobs {spinner} {msg} {elapsed}").unwrap());
+        crate::embed::track(&bar, "jobs");
         engine.set_observer(Box::new(Bar {
             bar: bar.clone(),
             names: gspecs.iter().map(|s| s.text.clone()).collect(),

@@ -14,6 +14,7 @@ pub fn counter(label: &str, total: u64, unit: &str) -> ProgressBar {
         .unwrap()
         .progress_chars("=> "),
     );
+    crate::embed::track(&bar, label);
     bar
 }
 
@@ -26,6 +27,7 @@ fn bytes_bar(label: &str, total: u64) -> ProgressBar {
         .unwrap()
         .progress_chars("=> "),
     );
+    crate::embed::track(&bar, label);
     bar
 }
 

@@ -122,6 +122,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
             .progress_chars("=> "),
     );
     bar.set_prefix(algo.name().to_string());
+    crate::embed::track(&bar, algo.name());
     engine.set_observer(Box::new(Bars { bar: bar.clone() }));
     let mut result = outcore_algos::run(&mut engine, algo, &params)?;
     result.summary += &parallel_note(&store, algo.name());

@@ -193,24 +193,24 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
     let fixed = fixed_bytes(&store, &ids, algo, v, weights, in_edges);
     let caches = a.memory.saturating_sub(fixed.total());
     if caches < MIN_CACHE {
-        bail!(
+        return Err(crate::embed::budget(format!(
             "--memory {} is too small for the vertex engine's {} on this store: {}; give at least --memory {}",
             format_bytes(a.memory),
             algo.name(),
             fixed.describe(),
             format_bytes(fixed.total() + MIN_CACHE)
-        );
+        )));
     }
     if page_cache + static_cache > caches {
         if v.cache_split.is_some() {
-            bail!(
+            return Err(crate::embed::budget(format!(
                 "--cache-split asks for {} of page cache and {} of static cache, but --memory {} leaves {} beside {}",
                 format_bytes(page_cache),
                 format_bytes(static_cache),
                 format_bytes(a.memory),
                 format_bytes(caches),
                 fixed.describe()
-            );
+            )));
         }
         // The default split scaled down to what the budget leaves.
         let scale = caches as f64 / (page_cache + static_cache) as f64;
@@ -268,6 +268,7 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{prefix:>6} {spinner} {msg} {elapsed}").unwrap());
     bar.set_prefix(algo.name().to_string());
+    crate::embed::track(&bar, algo.name());
     {
         let bar = bar.clone();
         engine.set_progress(Box::new(move |s, active| {

@@ -21,7 +21,10 @@ fn budget() -> &'static AtomicI64 {
 }
 
 /// Takes `bytes` from the simulated free space; `Err(ENOSPC)` when it is exhausted.
+/// Every write passes here, so a cancelled command ([`crate::cancel`]) stops
+/// at its next write as well.
 pub fn charge_write(bytes: usize) -> std::io::Result<()> {
+    crate::cancel::check()?;
     let b = budget();
     if b.load(Ordering::Relaxed) == i64::MAX {
         return Ok(());

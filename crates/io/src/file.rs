@@ -310,6 +310,11 @@ impl InFile {
         &self.stats
     }
 
+    /// Fails once the running command was cancelled ([`crate::cancel`]).
+    fn cancelled(&self) -> Result<()> {
+        crate::cancel::check().map_err(|e| IoError::new(&self.path, "read", e))
+    }
+
     fn short(&self, offset: u64, want: usize) -> IoError {
         IoError::new(
             &self.path,
@@ -332,6 +337,7 @@ impl InFile {
         if offset + buf.len() as u64 > self.len {
             return Err(self.short(offset, buf.len()));
         }
+        self.cancelled()?;
         match (self.mode, &self.map) {
             (ReadMode::Mmap, Some(m)) => {
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
@@ -388,6 +394,7 @@ impl InFile {
     /// and `buf` aligned (use [`AlignedBuf`]). Returns the bytes read (short at end of
     /// file). In buffered or mmap mode it reads the same bytes without alignment rules.
     pub fn read_direct(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.cancelled()?;
         let mut done = 0usize;
         while done < buf.len() {
             let n = if let Some(m) = &self.map {
@@ -413,6 +420,7 @@ impl InFile {
 
     /// Zero-copy view of a range, only in [`ReadMode::Mmap`]; counts the bytes as read.
     pub fn mapped(&self, offset: u64, len: usize) -> Result<Option<&[u8]>> {
+        self.cancelled()?;
         match &self.map {
             Some(m) => {
                 if offset + len as u64 > self.len {

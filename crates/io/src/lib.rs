@@ -17,6 +17,7 @@
 //! an error naming the file, never a silently short file.
 
 pub mod calibrate;
+pub mod cancel;
 pub mod fault;
 mod file;
 mod lock;

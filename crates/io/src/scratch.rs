@@ -93,8 +93,8 @@ impl ScratchFile {
                 ),
             ));
         }
-        self.file
-            .read_exact_at(buf, offset)
+        crate::cancel::check()
+            .and_then(|_| self.file.read_exact_at(buf, offset))
             .map_err(|e| IoError::new(&self.path, "read", e))?;
         self.stats.add_read(buf.len() as u64);
         Ok(())
