@@ -44,11 +44,13 @@ class Result:
 
     def __init__(self, algorithm: str, table: np.ndarray, stats: dict, labels: list | None = None):
         self.algorithm = algorithm
-        self.ids = np.ascontiguousarray(table["id"])
-        self.values = np.ascontiguousarray(table["value"])
-        self.parents = (
-            np.ascontiguousarray(table["parent"]) if "parent" in (table.dtype.names or ()) else None
-        )
+        # Views of the result file mapped copy-on-write (mmap_mode="c"):
+        # nothing is read or copied until used, and the pages are the file's,
+        # which the kernel may drop and read again (the file's name is gone,
+        # its data stays while the arrays live).
+        self.ids = table["id"]
+        self.values = table["value"]
+        self.parents = table["parent"] if "parent" in (table.dtype.names or ()) else None
         self.stats = stats
         self.labels = labels
 
@@ -177,7 +179,7 @@ class Store:
             out = os.path.join(tmp, "result.npy")
             stats = os.path.join(tmp, "stats.json")
             _cli.call("run", [algorithm, self.path], {**options, "out": out, "stats": stats}, progress)
-            table = np.load(out)
+            table = _load(out)
             with _builtins.open(stats) as f:
                 st = json.load(f)
         return Result(algorithm, table, st, self.labels)
@@ -281,6 +283,15 @@ class Store:
         return self._index[x]
 
 
+def _load(path: str) -> np.ndarray:
+    """A result file, mapped copy-on-write (an empty one, which cannot be
+    mapped, read)."""
+    try:
+        return np.load(path, mmap_mode="c")
+    except ValueError:
+        return np.load(path)
+
+
 def _read_manifest(path: str) -> dict:
     manifest = os.path.join(path, "manifest.json")
     try:
@@ -363,6 +374,6 @@ def jobs(store: Store | str | os.PathLike, specs: Iterable[str], *, progress: An
         results = []
         for k, spec in enumerate(specs):
             algo = spec.split(":", 1)[0]
-            table = np.load(os.path.join(tmp, f"job-{k}-{algo}.npy"))
+            table = _load(os.path.join(tmp, f"job-{k}-{algo}.npy"))
             results.append(Result(algo, table, st_json, st.labels))
     return results

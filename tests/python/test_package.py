@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as cg
 
 import outcore
-from test_reference import GRAPHS, SHARED, Graph, ldbc_pagerank, parse
+from test_reference import ldbc_pagerank, real_graph
 
 INF = float("inf")
 
@@ -36,22 +36,10 @@ def real(name, work):
     """(reference graph, store ingested through outcore.ingest from the file)."""
     if name in _real:
         return _real[name]
-    file, flags = GRAPHS[name]
-    src = SHARED / file
-    if not src.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {src} is absent: the real-graph tests cannot run")
-        pytest.skip(f"{src} is absent")
-    u, v, w = parse(src)
-    if "--remap" in flags:
-        ids = np.unique(np.concatenate([u, v]))
-    elif file.endswith((".gr.gz", ".mtx.gz")):
-        ids = np.arange(1, max(u.max(), v.max()) + 1)
-    else:
-        ids = np.arange(0, max(u.max(), v.max()) + 1)
+    g, src, flags = real_graph(name)
     store = outcore.ingest(src, work / f"{name}.store", remap="--remap" in flags, memory="64M", in_edges=True,
                            force=True, progress=False)
-    _real[name] = (Graph(u, v, w, ids), store)
+    _real[name] = (g, store)
     return _real[name]
 
 
@@ -98,7 +86,8 @@ def test_sssp_matches_scipy_dijkstra(name, engine, work):
 def test_wcc_matches_scipy(name, work):
     g, store = real(name, work)
     ncomp, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
-    for r in (store.wcc(progress=False), store.wcc(engine="vertex", progress=False)):
+    for r in (store.wcc(progress=False), store.wcc(engine="vertex", progress=False),
+              store.wcc_lp(engine="stream", progress=False)):
         got = by_id(r, g)
         assert len(np.unique(got)) == ncomp
         # Same partition: labels map one to one.
@@ -396,3 +385,21 @@ def test_bad_input_raises_precise_exceptions(work):
         s.info()
     with pytest.raises(outcore.StoreDamagedError, match="csr.out.targets"):
         s.bfs(int(raw["u"][0]), engine="vertex", progress=False)
+
+
+def test_reorder_and_select_cache_keep_the_answers(work):
+    g, store = real("facebook", work)
+    n = store.reorder(work / "facebook-n.store", order="norder", progress=False)
+    n.select_cache(policy="gvs", size="20%", k=10, progress=False)
+    want = store.bfs(int(g.ids[0]), progress=False)
+    got = n.bfs(int(g.ids[0]), engine="vertex", policy="gvs", cache_split="5%,20%", progress=False)
+    assert np.array_equal(got.ids, want.ids) and np.array_equal(got.values, want.values)
+    assert got.stats["engine"]["static_hits"] >= 0 and got.stats["policy"] == "gvs"
+
+
+def test_a_tqdm_bar_follows_a_call(work, capsys):
+    path, _ = kron_arrays(work, 16)
+    s = outcore.ingest(path, work / "bar.store", force=True, progress=True)
+    s.pagerank(iterations=100, progress=True)
+    err = capsys.readouterr().err
+    assert "pagerank" in err or "parse" in err, err[-500:]

@@ -123,25 +123,32 @@ def graph(name, work):
         u, v, w = raw["u"].astype(np.int64), raw["v"].astype(np.int64), raw["w"].astype(np.float64)
         ids = np.arange(1 << 12)
         flags = ["--vertices", 1 << 12, "--partitions", 4]
+        g = Graph(u, v, w, ids)
     else:
-        file, flags = GRAPHS[name]
-        src = SHARED / file
-        if not src.exists():
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"CI=true but {src} is absent: the real-graph tests cannot run")
-            pytest.skip(f"{src} is absent")
-        u, v, w = parse(src)
-        if "--remap" in flags:
-            ids = np.unique(np.concatenate([u, v]))
-        elif file.endswith((".gr.gz", ".mtx.gz")):
-            ids = np.arange(1, max(u.max(), v.max()) + 1)
-        else:
-            ids = np.arange(0, max(u.max(), v.max()) + 1)
+        g, src, flags = real_graph(name)
     store = work / f"{name}.store"
     outcore("ingest", src, "-o", store, "--force", *flags)
-    g = Graph(u, v, w, ids)
     _cache[name] = (g, store)
     return g, store
+
+
+def real_graph(name):
+    """(Graph, file, ingest flags) of a graph in ../shared/graphs, parsed here;
+    skipped when the file is absent (a failure under CI=true)."""
+    file, flags = GRAPHS[name]
+    src = SHARED / file
+    if not src.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {src} is absent: the real-graph tests cannot run")
+        pytest.skip(f"{src} is absent")
+    u, v, w = parse(src)
+    if "--remap" in flags:
+        ids = np.unique(np.concatenate([u, v]))
+    elif file.endswith((".gr.gz", ".mtx.gz")):
+        ids = np.arange(1, max(u.max(), v.max()) + 1)
+    else:
+        ids = np.arange(0, max(u.max(), v.max()) + 1)
+    return Graph(u, v, w, ids), src, flags
 
 
 ALL = ["lux", "ny", "facebook", "wiki", "kron"]

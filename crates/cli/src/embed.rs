@@ -60,35 +60,40 @@ pub fn reset_progress() {
     *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
-/// A refusal because `--memory` cannot hold what the command needs; the message
-/// says what it needs and what to give.
+/// An error this crate raises with its kind fixed: a budget refusal (the
+/// message says what the command needs and what to give) or a damaged store
+/// found by `info`.
 #[derive(Debug)]
-pub struct BudgetRefused(pub String);
+pub struct Tagged {
+    pub kind: FailureKind,
+    pub message: String,
+}
 
-impl std::fmt::Display for BudgetRefused {
+impl std::fmt::Display for Tagged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for BudgetRefused {}
+impl std::error::Error for Tagged {}
 
-/// `Err(BudgetRefused)` as an `anyhow::Error`.
-pub(crate) fn budget(msg: String) -> anyhow::Error {
-    BudgetRefused(msg).into()
+/// A refusal because `--memory` cannot hold what the command needs.
+pub(crate) fn budget(message: String) -> anyhow::Error {
+    Tagged {
+        kind: FailureKind::Budget,
+        message,
+    }
+    .into()
 }
 
 /// `outcore info` found files whose checksums fail; the message names them.
-#[derive(Debug)]
-pub struct StoreDamaged(pub String);
-
-impl std::fmt::Display for StoreDamaged {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+pub(crate) fn damaged(message: String) -> anyhow::Error {
+    Tagged {
+        kind: FailureKind::Damaged,
+        message,
     }
+    .into()
 }
-
-impl std::error::Error for StoreDamaged {}
 
 /// What kind of failure a command ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,11 +209,8 @@ pub fn classify(e: &anyhow::Error) -> FailureKind {
                 return FailureKind::Cancelled;
             }
         }
-        if c.downcast_ref::<BudgetRefused>().is_some() {
-            return FailureKind::Budget;
-        }
-        if c.downcast_ref::<StoreDamaged>().is_some() {
-            return FailureKind::Damaged;
+        if let Some(t) = c.downcast_ref::<Tagged>() {
+            return t.kind;
         }
         if let Some(k) = c.downcast_ref::<StoreError>().and_then(store) {
             return k;

@@ -558,12 +558,11 @@ pub(crate) fn read_info(dir: &Path, verify: bool) -> Result<StoreInfo> {
 pub(crate) fn damaged(dir: &Path, info: &StoreInfo) -> Result<()> {
     if !info.checksums_ok {
         let bad: Vec<String> = info.files.iter().filter_map(|f| f.error.clone()).collect();
-        return Err(embed::StoreDamaged(format!(
+        return Err(embed::damaged(format!(
             "store {} is damaged:\n  {}",
             dir.display(),
             bad.join("\n  ")
-        ))
-        .into());
+        )));
     }
     Ok(())
 }

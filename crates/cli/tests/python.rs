@@ -33,20 +33,23 @@ fn ensure_env() -> PathBuf {
             .expect("python3 is needed for the integration suite");
         assert!(st.success(), "python3 -m venv {} failed", env.display());
     }
-    let st = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(PACKAGES)
-        .status()
-        .expect("runs pip");
+    let st = pip_install(&py).args(PACKAGES).status().expect("runs pip");
     assert!(st.success(), "pip install {PACKAGES:?} failed");
     std::fs::write(&ready, PACKAGES.join("\n")).unwrap();
     py
+}
+
+/// `python -m pip install --quiet` with the environment's python.
+fn pip_install(py: &Path) -> Command {
+    let mut c = Command::new(py);
+    c.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ]);
+    c
 }
 
 /// `pip install .` from the checkout (the README's command), with the
@@ -56,13 +59,8 @@ fn install_package(py: &Path) {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![bin];
     paths.extend(std::env::split_paths(&path));
-    let out = Command::new(py)
+    let out = pip_install(py)
         .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
             "--no-build-isolation",
             "--no-deps",
             "--force-reinstall",
