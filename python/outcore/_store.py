@@ -106,6 +106,34 @@ class Result:
         return graph
 
 
+_RUN_OPTIONS = """
+
+        Options (every ``outcore run`` option, underscores for dashes):
+            memory: the call's budget, e.g. "512M" (default "1G"); the engine is
+                chosen to fit it, or the call raises BudgetError at once.
+            engine: "stream", "external", "sortreduce" or "vertex" (default: the
+                streaming engine when the vertex state fits ``memory``, else external).
+            threads: worker threads (default: one per core).
+            verify: check the result independently (raises VerificationError).
+            mrt, direct, work_dir, mapped_state, order, edge_reads: the streaming
+                and external engines' settings; page_size, cache_split, policy, k,
+                queue_depth, max_request, buffered: the vertex engine's.
+            progress: True / False / a callable(label, position, length, message).
+
+        Returns a Result (ids, values, stats, to_pandas(), to_dict(), to_networkx()).
+        Ctrl-C stops the call cleanly (KeyboardInterrupt).
+    """
+
+
+def _with_run_options(cls):
+    for name in ("run", "bfs", "sssp", "wcc", "wcc_lp", "mis", "mis_luby", "pagerank",
+                 "pagerank_delta", "spmv", "diam", "bc", "apsp"):
+        fn = getattr(cls, name)
+        fn.__doc__ = (fn.__doc__ or "").rstrip() + _RUN_OPTIONS
+    return cls
+
+
+@_with_run_options
 class Store:
     """An outcore store on disk: a graph ingested once, read by every algorithm.
 
