@@ -377,7 +377,7 @@ pub fn run(
     let es = engine.stats().clone();
     drop(engine);
     let line = format!(
-        "{} iterations, {} partitions, {} edges processed, read {} (edges {}) in {} requests, wrote {}, mirror updates {} in {:.2}s, I/O {:.2}s, compute {:.2}s",
+        "{} iterations, {} partitions, {} edges processed, read {} (edges {}) in {} requests, wrote {}, mirror updates {} in {:.2}s ({:.2}s not overlapped), I/O {:.2}s, compute {:.2}s",
         result.iterations,
         es.partitions,
         es.edges_processed,
@@ -387,6 +387,7 @@ pub fn run(
         format_bytes(es.bytes_written),
         format_bytes(es.mirror_update_bytes),
         es.mirror_update_seconds,
+        es.mirror_wait_seconds,
         es.io_seconds,
         es.compute_seconds
     );

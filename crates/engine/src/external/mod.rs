@@ -176,6 +176,10 @@ pub struct ExternalStats {
     pub mirror_update_bytes: u64,
     pub mirror_update_writes: u64,
     pub mirror_update_seconds: f64,
+    /// Of `mirror_update_seconds`, the time the partition loop waited for
+    /// mirror updates (the initial ones, and each one still running when the
+    /// next partition was done): their exposed share of the run.
+    pub mirror_wait_seconds: f64,
     pub bytes_read: u64,
     pub read_requests: u64,
     pub bytes_written: u64,
@@ -376,7 +380,9 @@ impl<'s> ExternalEngine<'s> {
             }
             st.write_dests(q, &vals, &eps)?;
             let job = MirrorJob::new(prog, q, 0, &vals, &eps, &degs);
+            let tw = Instant::now();
             let done = self.mirror_update(&st, &job, plan.mirror_buffer)?;
+            self.stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
             add_mirror(&mut self.stats, &done);
         }
         let mut done = 0u64;
@@ -412,7 +418,9 @@ impl<'s> ExternalEngine<'s> {
                     let res = this.partition(prog, &st, &plan, q, &globals, &mut agg, &mut stats);
                     // The previous mirror update's error first, then this partition's.
                     if let Some(h) = inflight.take() {
+                        let tw = Instant::now();
                         let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                        stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
                         add_mirror(&mut stats, &d);
                     }
                     let (a, s, job) = res?;
@@ -424,7 +432,9 @@ impl<'s> ExternalEngine<'s> {
                     inflight = Some(sc.spawn(move || this.mirror_update(st, &job, buf)));
                 }
                 if let Some(h) = inflight.take() {
+                    let tw = Instant::now();
                     let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                    stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
                     add_mirror(&mut stats, &d);
                 }
                 Ok(())
