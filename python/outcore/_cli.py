@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, Callable, Iterable, Sequence
@@ -100,14 +101,22 @@ def call(command: str, positional: Sequence[str], options: dict[str, Any],
     run_args(args, progress)
 
 
+@contextlib.contextmanager
+def _raising():
+    """Turns the native module's CommandFailure into the matching exception."""
+    try:
+        yield
+    except _native.CommandFailure as e:
+        kind, message = e.args
+        raise from_failure(kind, message) from None
+
+
 def run_args(args: Iterable[str], progress: bool | Callable | None = None) -> None:
     """Runs the command with these exact arguments (without the program name)."""
     bar = _progress_bar(progress)
     try:
-        _native.run([str(a) for a in args], bar)
-    except _native.CommandFailure as e:
-        kind, message = e.args
-        raise from_failure(kind, message) from None
+        with _raising():
+            _native.run([str(a) for a in args], bar)
     finally:
         if isinstance(bar, _Bar):
             bar.close()
@@ -115,8 +124,5 @@ def run_args(args: Iterable[str], progress: bool | Callable | None = None) -> No
 
 def native(fn, *args):
     """Calls a native helper, turning its failure into the matching exception."""
-    try:
+    with _raising():
         return fn(*args)
-    except _native.CommandFailure as e:
-        kind, message = e.args
-        raise from_failure(kind, message) from None

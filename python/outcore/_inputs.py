@@ -219,6 +219,18 @@ def _dataframe(df, tmp, columns, weight, remap, vertices) -> Converted:
                    remap, vertices, (str(pick[0]), str(pick[1])))
 
 
+def _chunks(items):
+    """Lists of up to CHUNK items."""
+    chunk = []
+    for x in items:
+        chunk.append(x)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _networkx(g, tmp, weight) -> Converted:
     """A networkx graph: vertex k is the k-th node of ``g.nodes`` (its label is
     kept by the Store, and results are keyed by labels); an undirected graph is
@@ -228,31 +240,12 @@ def _networkx(g, tmp, weight) -> Converted:
     weighted = bool(weight) and any(weight in d for _, _, d in g.edges(data=True))
     out = _Writer(tmp, max(len(labels) - 1, 0), weighted)
     try:
-        us: list[int] = []
-        vs: list[int] = []
-        ws: list[float] = []
-
-        def flush():
-            if us:
-                out.write(np.asarray(us, dtype=np.uint64), np.asarray(vs, dtype=np.uint64),
-                          np.asarray(ws, dtype=np.float32) if weighted else None)
-                us.clear(), vs.clear(), ws.clear()
-
-        if weighted:
-            edges = g.edges(data=weight, default=1.0)
-            for a, b, x in edges:
-                us.append(index[a])
-                vs.append(index[b])
-                ws.append(x)
-                if len(us) >= CHUNK:
-                    flush()
-        else:
-            for a, b in g.edges():
-                us.append(index[a])
-                vs.append(index[b])
-                if len(us) >= CHUNK:
-                    flush()
-        flush()
+        edges = g.edges(data=weight, default=1.0) if weighted else g.edges(data=False)
+        for chunk in _chunks(edges):
+            cols = list(zip(*chunk))
+            out.write(np.fromiter((index[x] for x in cols[0]), np.uint64, len(chunk)),
+                      np.fromiter((index[x] for x in cols[1]), np.uint64, len(chunk)),
+                      np.asarray(cols[2], dtype=np.float32) if weighted else None)
     finally:
         out.close()
     opts: dict[str, Any] = {"format": out.format, "vertices": len(labels)}

@@ -362,14 +362,11 @@ def ingest(source: Any, path: str | os.PathLike, *, weight: str | None = "weight
     path = os.fspath(path)
     parent = os.path.dirname(os.path.abspath(path))
     tmp_parent = options.get("tmp_dir") or parent
-    labels = None
     with tempfile.TemporaryDirectory(prefix=".outcore-input-", dir=tmp_parent) as tmp:
         conv = _inputs.convert(source, tmp, weight=weight, columns=tuple(columns) if columns else None,
                                remap=bool(options.get("remap")), vertices=options.get("vertices"))
-        opts = {**conv.options, **{k: v for k, v in options.items()}}
-        labels = conv.labels
-        _cli.call("ingest", conv.paths, {"out": path, **opts}, progress)
-    return Store(path, labels)
+        _cli.call("ingest", conv.paths, {"out": path, **conv.options, **options}, progress)
+    return Store(path, conv.labels)
 
 
 def generate(kind: str, path: str | os.PathLike, *, progress: Any = None, **options: Any) -> str:

@@ -138,9 +138,9 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub(crate) fn new(e: anyhow::Error, message: String) -> Failure {
+    pub(crate) fn new(e: &anyhow::Error, message: String) -> Failure {
         Failure {
-            kind: classify(&e),
+            kind: classify(e),
             message,
         }
     }
@@ -187,19 +187,43 @@ impl std::fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-/// The kind of the first typed error in the chain that tells one.
-pub fn classify(e: &anyhow::Error) -> FailureKind {
-    use outcore_algos::AlgoError;
-    use outcore_engine::EngineError;
+fn store_kind(s: &outcore_store::StoreError) -> Option<FailureKind> {
     use outcore_store::StoreError;
-    let store = |s: &StoreError| match s {
+    match s {
         StoreError::Corrupt { .. } => Some(FailureKind::Damaged),
-        StoreError::Input { .. } | StoreError::Invalid(_) | StoreError::Exists { .. } => {
-            Some(FailureKind::Input)
-        }
-        StoreError::NotAStore { .. } => Some(FailureKind::Input),
+        StoreError::Input { .. }
+        | StoreError::Invalid(_)
+        | StoreError::Exists { .. }
+        | StoreError::NotAStore { .. } => Some(FailureKind::Input),
         StoreError::Io(_) => None,
-    };
+    }
+}
+
+fn engine_kind(e: &outcore_engine::EngineError) -> Option<FailureKind> {
+    use outcore_engine::EngineError;
+    match e {
+        EngineError::Budget(_) => Some(FailureKind::Budget),
+        EngineError::Invalid(_) | EngineError::BadEdge { .. } => Some(FailureKind::Input),
+        EngineError::Store(s) => store_kind(s),
+        EngineError::Io(_) => None,
+    }
+}
+
+fn algo_kind(e: &outcore_algos::AlgoError) -> Option<FailureKind> {
+    use outcore_algos::AlgoError;
+    match e {
+        AlgoError::Verify(_) => Some(FailureKind::Verify),
+        AlgoError::Invalid(_) => Some(FailureKind::Input),
+        AlgoError::Store(s) => store_kind(s),
+        AlgoError::Engine(e) => engine_kind(e),
+        AlgoError::Io(_) => None,
+    }
+}
+
+/// The kind of the first typed error in the chain that tells one. The library
+/// errors wrap each other transparently (their `source` skips the wrapped
+/// error), so each is matched through the variants it wraps.
+pub fn classify(e: &anyhow::Error) -> FailureKind {
     if outcore_io::cancel::requested() {
         return FailureKind::Cancelled;
     }
@@ -209,42 +233,14 @@ pub fn classify(e: &anyhow::Error) -> FailureKind {
                 return FailureKind::Cancelled;
             }
         }
-        if let Some(t) = c.downcast_ref::<Tagged>() {
-            return t.kind;
-        }
-        if let Some(k) = c.downcast_ref::<StoreError>().and_then(store) {
+        let kind = c
+            .downcast_ref::<Tagged>()
+            .map(|t| t.kind)
+            .or_else(|| c.downcast_ref().and_then(store_kind))
+            .or_else(|| c.downcast_ref().and_then(engine_kind))
+            .or_else(|| c.downcast_ref().and_then(algo_kind));
+        if let Some(k) = kind {
             return k;
-        }
-        match c.downcast_ref::<EngineError>() {
-            Some(EngineError::Budget(_)) => return FailureKind::Budget,
-            Some(EngineError::Invalid(_)) | Some(EngineError::BadEdge { .. }) => {
-                return FailureKind::Input
-            }
-            Some(EngineError::Store(s)) => {
-                if let Some(k) = store(s) {
-                    return k;
-                }
-            }
-            _ => {}
-        }
-        match c.downcast_ref::<AlgoError>() {
-            Some(AlgoError::Verify(_)) => return FailureKind::Verify,
-            Some(AlgoError::Invalid(_)) => return FailureKind::Input,
-            Some(AlgoError::Store(s)) => {
-                if let Some(k) = store(s) {
-                    return k;
-                }
-            }
-            Some(AlgoError::Engine(EngineError::Budget(_))) => return FailureKind::Budget,
-            Some(AlgoError::Engine(EngineError::Invalid(_) | EngineError::BadEdge { .. })) => {
-                return FailureKind::Input
-            }
-            Some(AlgoError::Engine(EngineError::Store(s))) => {
-                if let Some(k) = store(s) {
-                    return k;
-                }
-            }
-            _ => {}
         }
         if c.downcast_ref::<outcore_io::IoError>().is_some()
             || c.downcast_ref::<std::io::Error>().is_some()
@@ -261,8 +257,7 @@ pub fn classify(e: &anyhow::Error) -> FailureKind {
 }
 
 fn failure(e: anyhow::Error) -> Failure {
-    let text = crate::error_text(&e);
-    Failure::new(e, text)
+    Failure::new(&e, crate::error_text(&e))
 }
 
 /// `outcore info --json DIR` as a JSON string (checksums verified when

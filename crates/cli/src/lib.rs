@@ -298,7 +298,7 @@ where
             text.push_str("\nhint: ");
             text.push_str(hint);
         }
-        embed::Failure::new(e, text)
+        embed::Failure::new(&e, text)
     })
 }
 
