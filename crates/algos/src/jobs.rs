@@ -5,22 +5,22 @@
 //! `outcore jobs`. The names are those of `outcore run`: `wcc` is union-find there
 //! too.
 //!
-//! bfs, sssp and wcc-lp relax with atomic minima on one array per job: a relaxation
-//! that reads a value newer than the previous iteration's only converges sooner,
-//! and the fixpoint — exact depths / distances with the smallest parent id among
-//! the tied ones, or the smallest id of each component — is unique, so a job's
-//! answer equals the streaming engine's and its own single-job run. bfs and sssp
-//! load a target's value first and pay for the atomic minimum only when the
-//! candidate is smaller (most relaxations fail). PageRank keeps
-//! the previous iteration's shares and the next iteration's sums apart (BSP), as
-//! LDBC Graphalytics defines it (see [`crate::pagerank`]).
+//! bfs, sssp, wcc-lp and pagerank are the edge programs of [`crate::programs`],
+//! run as jobs by the engine's adapter ([`outcore_engine::program_job`]): the
+//! relaxation programs relax in place and take future updates, PageRank is
+//! synchronous (BSP, as LDBC Graphalytics defines it). The same definitions run
+//! on the streaming, external and sort-reduce engines.
 
-use crate::{pagerank::dangling_sum, Algo, AlgoError, Output, Result, Run};
-use outcore_engine::{prefetch, prefetch_each, Job, JobCtx, Task};
-use outcore_state::{atomic_add_f64, AtomicBitmap, StateBudget, VertexArray};
+use crate::programs::{
+    bfs_result, labels_result, ranks_result, refusal_message, sssp_result, Bfs, PageRank, Sssp,
+    WccLp,
+};
+use crate::{Algo, AlgoError, Output, Result, Run};
+use outcore_engine::{
+    prefetch, prefetch_each, program_job, DescribeRefusal, Job, JobCtx, ProgramJob, Task,
+};
+use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::{IdMap, Store};
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// A parsed job spec: `algo[:key=value,...]`.
@@ -156,44 +156,53 @@ pub fn make_jobs(
     let mut jobs: Vec<Box<dyn BspJob>> = Vec::with_capacity(specs.len());
     for spec in specs {
         let root = spec.dense_root(ids)?;
+        let degrees = || -> outcore_engine::Result<Arc<VertexArray<u32>>> {
+            if let Some(d) = &out_degrees {
+                return Ok(d.clone());
+            }
+            let mut d = budget.alloc("out-degree", n, 0u32)?;
+            store.degrees_into("out", &mut d)?;
+            Ok(out_degrees.insert(Arc::new(d)).clone())
+        };
+        let ids2 = ids.clone();
+        let describe: DescribeRefusal = Box::new(move |e| refusal_message(&ids2, e));
+        let (cap, root) = (None, root.unwrap_or(0));
         jobs.push(match spec.algo {
-            Algo::Bfs => Box::new(Bfs {
-                root: root.expect("checked"),
-                st: budget.alloc("bfs", n, u64::MAX)?,
-            }),
-            Algo::Sssp => Box::new(Sssp {
-                root: root.expect("checked"),
-                st: budget.alloc("sssp", n, u64::MAX)?,
-                bad: AtomicU64::new(u64::MAX),
-                bad_w: AtomicU64::new(0),
-                ids: ids.clone(),
-            }),
+            Algo::Bfs => Programmed::boxed(
+                program_job(Bfs { root, cap }, n, budget, degrees, describe)?,
+                bfs_result,
+            ),
+            Algo::Sssp => Programmed::boxed(
+                program_job(Sssp { root, cap }, n, budget, degrees, describe)?,
+                sssp_result,
+            ),
+            Algo::WccLp => {
+                let both_directions = store.manifest().directed;
+                let prog = WccLp {
+                    cap,
+                    both_directions,
+                };
+                Programmed::boxed(
+                    program_job(prog, n, budget, degrees, describe)?,
+                    labels_result,
+                )
+            }
+            Algo::PageRank => {
+                let iterations = spec.iterations.unwrap_or(10);
+                let prog = PageRank {
+                    n: n as u64,
+                    damping: spec.damping,
+                    iterations,
+                };
+                let job = program_job(prog, n, budget, degrees, describe)?;
+                Box::new(Programmed {
+                    job,
+                    finish: Box::new(move |r| ranks_result(r, iterations)),
+                })
+            }
             Algo::Wcc => Box::new(WccUf {
                 parent: budget.alloc("wcc", n, 0)?,
             }),
-            Algo::WccLp => Box::new(Wcc {
-                label: budget.alloc("wcc-lp", n, 0)?,
-                directed: store.manifest().directed,
-                changed: AtomicBool::new(false),
-            }),
-            Algo::PageRank => {
-                let deg = match &out_degrees {
-                    Some(d) => d.clone(),
-                    None => {
-                        let mut d = budget.alloc("out-degree", n, 0u32)?;
-                        store.degrees_into("out", &mut d)?;
-                        out_degrees.insert(Arc::new(d)).clone()
-                    }
-                };
-                Box::new(PageRank {
-                    iterations: spec.iterations.unwrap_or(10),
-                    damping: spec.damping,
-                    deg,
-                    rank: budget.alloc("rank", n, 1.0 / n as f64)?,
-                    contrib: budget.alloc("contrib", n, 0.0)?,
-                    sum: budget.alloc("sum", n, 0.0)?,
-                })
-            }
             a => {
                 return Err(AlgoError::Invalid(format!(
                     "{} is not a job algorithm",
@@ -205,12 +214,6 @@ pub fn make_jobs(
     Ok(jobs)
 }
 
-/// The root starts at distance 0 as its own parent, and active.
-fn seed_root(st: &VertexArray<u64>, root: u32, active: &AtomicBitmap) {
-    st.atomic()[root as usize].store(root as u64, Relaxed);
-    active.set(root);
-}
-
 /// Every vertex starts labelled with its own id (wcc's labels, union-find's
 /// parents), and active.
 fn own_ids(a: &mut VertexArray<u32>, active: &AtomicBitmap) {
@@ -218,214 +221,6 @@ fn own_ids(a: &mut VertexArray<u32>, active: &AtomicBitmap) {
         *x = v as u32;
     }
     active.set_all();
-}
-
-struct Bfs {
-    root: u32,
-    st: VertexArray<u64>,
-}
-
-impl Job for Bfs {
-    fn write_back(&self) -> std::io::Result<()> {
-        self.st.write_back()
-    }
-    fn future_updates(&self) -> bool {
-        true
-    }
-    fn init(&mut self, active: &AtomicBitmap) {
-        seed_root(&self.st, self.root, active);
-    }
-    fn ahead(&self, dsts: &[u32]) {
-        prefetch_each(self.st.atomic(), dsts);
-    }
-    fn ahead_source(&self, u: u32) {
-        prefetch(self.st.atomic(), u);
-    }
-    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
-        let a = self.st.atomic();
-        let du = a[u as usize].load(Relaxed) >> 32;
-        let cand = ((du + 1) << 32) | u as u64;
-        for &v in dsts {
-            // A plain load first: most relaxations fail, and only an improving one
-            // pays for the locked read-modify-write.
-            let x = &a[v as usize];
-            if cand < x.load(Relaxed) && x.fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
-                ctx.activate(v);
-            }
-        }
-    }
-    fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
-        Ok(!next.any())
-    }
-}
-
-impl BspJob for Bfs {
-    fn into_run(self: Box<Self>, iterations: u64) -> Run {
-        let reached = self.st.iter().filter(|&&x| x != u64::MAX).count();
-        let depth = self
-            .st
-            .iter()
-            .filter(|&&x| x != u64::MAX)
-            .map(|x| x >> 32)
-            .max()
-            .unwrap_or(0);
-        Run {
-            summary: format!("{reached} vertices reached, maximum depth {depth}"),
-            output: Output::Bfs(self.st),
-            iterations,
-        }
-    }
-}
-
-struct Sssp {
-    root: u32,
-    st: VertexArray<u64>,
-    bad: AtomicU64,
-    bad_w: AtomicU64,
-    ids: Arc<IdMap>,
-}
-
-impl Job for Sssp {
-    fn write_back(&self) -> std::io::Result<()> {
-        self.st.write_back()
-    }
-    fn future_updates(&self) -> bool {
-        true
-    }
-    fn weighted(&self) -> bool {
-        true
-    }
-    fn init(&mut self, active: &AtomicBitmap) {
-        seed_root(&self.st, self.root, active);
-    }
-    fn ahead(&self, dsts: &[u32]) {
-        prefetch_each(self.st.atomic(), dsts);
-    }
-    fn ahead_source(&self, u: u32) {
-        prefetch(self.st.atomic(), u);
-    }
-    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
-        let a = self.st.atomic();
-        let du = f32::from_bits((a[u as usize].load(Relaxed) >> 32) as u32);
-        let relax = |v: u32, w: f32| {
-            let cand = (((du + w).to_bits() as u64) << 32) | u as u64;
-            let x = &a[v as usize];
-            if cand < x.load(Relaxed) && x.fetch_min(cand, Relaxed) >> 32 > cand >> 32 {
-                ctx.activate(v);
-            }
-        };
-        let Some(ws) = ws else {
-            return dsts.iter().for_each(|&v| relax(v, 1.0));
-        };
-        // The run's weights are checked before any is used (one branch-free pass),
-        // so a negative or NaN weight stops the job before it relaxes anything.
-        if ws
-            .iter()
-            .fold(false, |bad, &w| bad | (w < 0.0) | w.is_nan())
-        {
-            let i = ws
-                .iter()
-                .position(|&w| w < 0.0 || w.is_nan())
-                .expect("found above");
-            self.bad.store(((u as u64) << 32) | dsts[i] as u64, Relaxed);
-            self.bad_w.store(ws[i].to_bits() as u64, Relaxed);
-            return;
-        }
-        dsts.iter().zip(ws).for_each(|(&v, &w)| relax(v, w));
-    }
-    fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
-        let b = self.bad.load(Relaxed);
-        if b != u64::MAX {
-            return Err(format!(
-                "sssp needs non-negative weights, but edge ({}, {}) has weight {}",
-                self.ids.to_user((b >> 32) as u32),
-                self.ids.to_user(b as u32),
-                f32::from_bits(self.bad_w.load(Relaxed) as u32)
-            ));
-        }
-        Ok(!next.any())
-    }
-}
-
-impl BspJob for Sssp {
-    fn into_run(self: Box<Self>, iterations: u64) -> Run {
-        let reached = self.st.iter().filter(|&&x| x != u64::MAX).count();
-        let far = self
-            .st
-            .iter()
-            .filter(|&&x| x != u64::MAX)
-            .map(|x| f32::from_bits((x >> 32) as u32))
-            .fold(0f32, f32::max);
-        Run {
-            summary: format!("{reached} vertices reached, largest distance {far}"),
-            output: Output::Sssp(self.st),
-            iterations,
-        }
-    }
-}
-
-struct Wcc {
-    label: VertexArray<u32>,
-    directed: bool,
-    changed: AtomicBool,
-}
-
-impl Job for Wcc {
-    fn write_back(&self) -> std::io::Result<()> {
-        self.label.write_back()
-    }
-    fn future_updates(&self) -> bool {
-        true
-    }
-    fn init(&mut self, active: &AtomicBitmap) {
-        own_ids(&mut self.label, active);
-    }
-    fn ahead(&self, dsts: &[u32]) {
-        prefetch_each(self.label.atomic(), dsts);
-    }
-    fn ahead_source(&self, u: u32) {
-        prefetch(self.label.atomic(), u);
-    }
-    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
-        let a = self.label.atomic();
-        for &v in dsts {
-            let (lu, lv) = (a[u as usize].load(Relaxed), a[v as usize].load(Relaxed));
-            if lu < lv {
-                if a[v as usize].fetch_min(lu, Relaxed) > lu {
-                    ctx.activate(v);
-                    self.changed.store(true, Relaxed);
-                }
-            } else if lv < lu && self.directed && a[u as usize].fetch_min(lv, Relaxed) > lv {
-                ctx.activate(u);
-                self.changed.store(true, Relaxed);
-            }
-        }
-    }
-    fn end_iteration(&mut self, _: u64, next: &AtomicBitmap) -> std::result::Result<bool, String> {
-        // On a directed store a label must also flow against the edges, so every
-        // edge is seen again until no label changes.
-        let changed = self.changed.swap(false, Relaxed);
-        if changed && self.directed {
-            next.set_all();
-        }
-        Ok(!changed)
-    }
-}
-
-impl BspJob for Wcc {
-    fn into_run(self: Box<Self>, iterations: u64) -> Run {
-        let components = self
-            .label
-            .iter()
-            .enumerate()
-            .filter(|(v, &l)| *v as u32 == l)
-            .count();
-        Run {
-            summary: format!("{components} components"),
-            output: Output::Labels(self.label),
-            iterations,
-        }
-    }
 }
 
 /// One-pass weakly connected components with the lock-free disjoint-set forest of
@@ -473,117 +268,67 @@ impl BspJob for WccUf {
     }
 }
 
-struct PageRank {
-    iterations: u64,
-    damping: f64,
-    deg: Arc<VertexArray<u32>>,
-    rank: VertexArray<f64>,
-    contrib: VertexArray<f64>,
-    sum: VertexArray<f64>,
+/// An edge program's job, finished into an [`Output`] and its summary line.
+struct Programmed<O: bytemuck::Pod> {
+    job: Box<dyn ProgramJob<O>>,
+    finish: Box<dyn Fn(VertexArray<O>) -> (Output, String) + Send + Sync>,
 }
 
-impl PageRank {
-    /// The previous iteration's shares, and the sums cleared for the next.
-    fn prepare(&mut self, active: &AtomicBitmap) {
-        self.update(None, true);
-        active.set_all();
-    }
-
-    /// One parallel pass over the vertices (each element on its own, so the values
-    /// do not depend on the threads): with `base`, the new ranks base + damping x
-    /// sum first; then, with `shares`, the shares rank / out-degree and the sums
-    /// cleared for the next iteration.
-    fn update(&mut self, base: Option<f64>, shares: bool) {
-        const CHUNK: usize = 1 << 14;
-        let (d, deg) = (self.damping, &self.deg[..]);
-        let (rank, contrib, sum) = (&mut self.rank[..], &mut self.contrib[..], &mut self.sum[..]);
-        rank.par_chunks_mut(CHUNK)
-            .zip(contrib.par_chunks_mut(CHUNK))
-            .zip(sum.par_chunks_mut(CHUNK))
-            .zip(deg.par_chunks(CHUNK))
-            .for_each(|(((r, c), s), k)| {
-                for i in 0..r.len() {
-                    if let Some(base) = base {
-                        r[i] = base + d * s[i];
-                    }
-                    if shares {
-                        c[i] = if k[i] == 0 { 0.0 } else { r[i] / k[i] as f64 };
-                        s[i] = 0.0;
-                    }
-                }
-            });
+impl<O: bytemuck::Pod + Send + Sync + 'static> Programmed<O> {
+    fn boxed(
+        job: Box<dyn ProgramJob<O>>,
+        finish: fn(VertexArray<O>) -> (Output, String),
+    ) -> Box<dyn BspJob> {
+        Box::new(Programmed {
+            job,
+            finish: Box::new(finish),
+        })
     }
 }
 
-impl Job for PageRank {
-    fn write_back(&self) -> std::io::Result<()> {
-        self.rank.write_back()?;
-        self.contrib.write_back()?;
-        self.sum.write_back()
+impl<O: bytemuck::Pod + Send + Sync> Job for Programmed<O> {
+    fn weighted(&self) -> bool {
+        self.job.weighted()
+    }
+    fn future_updates(&self) -> bool {
+        self.job.future_updates()
     }
     fn init(&mut self, active: &AtomicBitmap) {
-        self.prepare(active);
+        self.job.init(active)
+    }
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
+        self.job.edges(ctx, u, dsts, ws)
     }
     fn ahead(&self, dsts: &[u32]) {
-        prefetch_each(self.sum.atomic(), dsts);
+        self.job.ahead(dsts)
     }
     fn ahead_source(&self, u: u32) {
-        prefetch(&self.contrib, u);
+        self.job.ahead_source(u)
     }
     fn exclusive_targets(&self) -> bool {
-        true
-    }
-    fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], _: Option<&[f32]>) {
-        let share = self.contrib[u as usize];
-        let sum = self.sum.atomic();
-        for &v in dsts {
-            atomic_add_f64(&sum[v as usize], share);
-        }
+        self.job.exclusive_targets()
     }
     fn task(&self, ctx: &JobCtx, t: &Task) -> u64 {
-        let sum = self.sum.atomic();
-        t.for_each(
-            |u| self.ahead_source(u),
-            |d| self.ahead(d),
-            |u, dsts, ws| {
-                if !t.exclusive {
-                    return self.edges(ctx, u, dsts, ws);
-                }
-                // No other task adds to these targets meanwhile: a plain load and
-                // store (still through the atomic type, so there is no data race)
-                // instead of a compare-and-swap loop per edge.
-                let share = self.contrib[u as usize];
-                for &v in dsts {
-                    let x = &sum[v as usize];
-                    x.store((f64::from_bits(x.load(Relaxed)) + share).to_bits(), Relaxed);
-                }
-            },
-        )
+        self.job.task(ctx, t)
+    }
+    fn write_back(&self) -> std::io::Result<()> {
+        self.job.write_back()
     }
     fn end_iteration(
         &mut self,
         iteration: u64,
         next: &AtomicBitmap,
     ) -> std::result::Result<bool, String> {
-        let n = self.rank.len() as f64;
-        let d = self.damping;
-        let base = (1.0 - d) / n + d * dangling_sum(&self.rank, &self.deg) / n;
-        let last = iteration >= self.iterations;
-        self.update(Some(base), !last);
-        if last {
-            return Ok(true);
-        }
-        next.set_all();
-        Ok(false)
+        self.job.end_iteration(iteration, next)
     }
 }
 
-impl BspJob for PageRank {
+impl<O: bytemuck::Pod + Send + Sync> BspJob for Programmed<O> {
     fn into_run(self: Box<Self>, iterations: u64) -> Run {
-        let total: f64 = self.rank.iter().sum();
+        let (output, summary) = (self.finish)(self.job.into_output());
         Run {
-            summary: format!("{iterations} iterations, rank sum {total:.6}"),
-            output: Output::Values(self.rank),
+            output,
+            summary,
             iterations,
         }
     }

@@ -1,12 +1,21 @@
-//! # outcore-algos — algorithms on the CLIP edge-streaming engine
+//! # outcore-algos — the algorithms, written once per programming model
 //!
-//! One module per algorithm, each citing the part of CLIP (ATC'17) it follows:
-//! relaxation algorithms that gain from loaded-data re-entry (§3.1, §4.4 SSSP):
-//! [`bfs`], [`sssp`]; beyond-neighborhood one-pass algorithms (§3.2, §4.4, §5.3):
-//! [`wcc`] (union-find) and [`mis`] (greedy after `sort`); the baselines that
-//! GridGraph and X-Stream run: [`wcc_lp`] (label propagation) and [`mis_luby`]
-//! (Luby's randomized MIS); and [`pagerank`] (LDBC Graphalytics definition),
-//! [`pagerank_delta`] and [`spmv`].
+//! * [`programs`]: the edge programs ([`outcore_engine::EdgeProgram`]) — bfs,
+//!   sssp, wcc-lp (label propagation), pagerank (LDBC Graphalytics definition),
+//!   pagerank-delta and spmv. The same definition runs on every engine: the
+//!   streaming engine (CLIP ATC'17: in-place relaxation with loaded-data re-entry,
+//!   §3.1, for the relaxation programs; one synchronous pass per iteration for the
+//!   others), the jobs engine (GraphCP FCS'24 §3.6), the external engine (V-Part
+//!   FAST'19 §4), the sort-reduce baseline, and — for the relaxation programs —
+//!   the vertex engine (BAsC ATC'19 §5).
+//! * Beyond-neighbourhood algorithms of the streaming engine (CLIP §3.2, §4.4,
+//!   §5.3), which read and write any vertex from an edge and so are not edge
+//!   programs: [`wcc`] (one-pass union-find, also a job), [`mis`] (greedy after
+//!   `sort`) and [`mis_luby`] (Luby's randomized MIS, the baseline GridGraph and
+//!   X-Stream run).
+//! * [`vc`]: the vertex engine's searches that are not edge programs: diam (double
+//!   sweep over the bfs program), bc (Brandes) and apsp (bit-parallel BFS).
+//! * [`jobs`]: `outcore jobs` specs and the jobs built from the programs.
 //!
 //! [`verify`] checks results independently of the engine (its own sequential scan
 //! of the grid): the Graph500 rules for BFS and SSSP trees, an independent
@@ -17,19 +26,13 @@
 //! ids (ingest assigns them in sorted order), so writing them in dense order is
 //! writing them in ascending user-id order.
 
-pub mod bfs;
 pub mod jobs;
 pub mod mis;
 pub mod mis_luby;
-pub mod pagerank;
-pub mod pagerank_delta;
 pub mod programs;
-pub mod spmv;
-pub mod sssp;
 pub mod vc;
 pub mod verify;
 pub mod wcc;
-pub mod wcc_lp;
 
 use outcore_state::VertexArray;
 
@@ -106,8 +109,11 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
         Algo::Bfs | Algo::Sssp => 8,
         Algo::Wcc | Algo::WccLp | Algo::Mis => 4,
         Algo::MisLuby => 8,
-        Algo::PageRank | Algo::PageRankDelta => 28,
-        Algo::Spmv => 16,
+        // Edge programs run synchronously: value, messages (8), sums (8) and
+        // out-degrees (4); see outcore_engine::stream_bytes_per_vertex.
+        Algo::PageRank => 28,
+        Algo::Spmv => 24,
+        Algo::PageRankDelta => 44,
     }
 }
 
@@ -176,15 +182,13 @@ pub fn run(e: &mut outcore_engine::StreamEngine, algo: Algo, p: &Params) -> Resu
         )));
     }
     match algo {
-        Algo::Bfs => bfs::run(e, p),
-        Algo::Sssp => sssp::run(e, p),
         Algo::Wcc => wcc::run(e, p),
-        Algo::WccLp => wcc_lp::run(e, p),
         Algo::Mis => mis::run(e, p),
         Algo::MisLuby => mis_luby::run(e, p),
-        Algo::PageRank => pagerank::run(e, p),
-        Algo::PageRankDelta => pagerank_delta::run(e, p),
-        Algo::Spmv => spmv::run(e, p),
+        _ => {
+            let store = e.store();
+            programs::run_program(e, store, algo, p)
+        }
     }
 }
 
@@ -210,9 +214,4 @@ pub fn compensated_sum(xs: impl Iterator<Item = f64>) -> f64 {
         sum = t;
     }
     sum + comp
-}
-
-/// Stops a run whose iteration cap was reached before convergence.
-pub(crate) fn cap_reached(p: &Params, it: u64) -> bool {
-    p.iterations.is_some_and(|k| it >= k)
 }

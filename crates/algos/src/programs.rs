@@ -1,25 +1,41 @@
-//! The algorithms as edge programs ([`outcore_engine::EdgeProgram`]), the
-//! push-style model the fully-external engine runs (V-Part, FAST'19 §4), and
-//! [`run_program`], which runs them and turns the result into an [`Output`].
+//! The algorithms as edge programs ([`outcore_engine::EdgeProgram`]) — each
+//! written once, run by every engine of the push model (streaming, jobs,
+//! external, sort-reduce; the relaxation programs also on the vertex engine) —
+//! and [`run_program`], which runs them and turns the result into an [`Output`].
 //!
-//! Each program computes the same answer as its streaming-engine module:
-//! * [`Bfs`]: `depth << 32 | parent` lowered by `min`, so the parent is the
-//!   smallest-id in-neighbour one level up (as [`crate::bfs`]);
-//! * [`Sssp`]: `f32 distance bits << 32 | parent` lowered by `min`; a negative or
-//!   NaN weight on an edge the search meets stops the run (as [`crate::sssp`]);
-//! * [`WccLp`]: the smallest label among in-neighbours, on stores holding both
-//!   directions (the push model moves labels along out-edges only);
-//! * [`PageRank`]: LDBC Graphalytics, dangling rank spread uniformly, `f64`
-//!   (as [`crate::pagerank`]);
-//! * [`PageRankDelta`]: residual pushes above `tolerance / n`, the same rounds as
-//!   [`crate::pagerank_delta`];
-//! * [`Spmv`]: `y = A^T x` with `x = 1`, repeated `--iterations` times.
+//! * [`Bfs`]: `depth << 32 | parent` lowered by `min` (a relaxation program), so
+//!   the parent is the smallest-id in-neighbour one level up, on every engine,
+//!   thread count and order; a vertex is activated only when its depth drops
+//!   (CLIP ATC'17 §3.1, the SSSP example of §4.4 with unit weights);
+//! * [`Sssp`]: `f32 distance bits << 32 | parent` lowered by `min` — for
+//!   non-negative floats the bit patterns order like the values, so the fixed
+//!   point is the least solution of `d(v) = min over (u, v) of fl(d(u) + w)`
+//!   whatever the order (Bellman-Ford, CLIP §4.4 Algorithm 1); a negative or NaN
+//!   weight on an edge the search meets stops the run with the edge named;
+//! * [`WccLp`]: the smallest label among neighbours (label propagation, the
+//!   baseline GridGraph and X-Stream run, CLIP §3.2); on a directed store labels
+//!   also flow against the edges ([`EdgeProgram::both_directions`]), which the
+//!   streaming, jobs and vertex engines do and the external engine refuses;
+//! * [`PageRank`]: LDBC Graphalytics, `PR(v) = (1 - d) / n + d * (sum over (u, v)
+//!   of PR(u) / outdeg(u) + D / n)` with `D` the rank of dangling vertices, spread
+//!   uniformly; `PR_0 = 1 / n`; `f64`; synchronous. With several threads the
+//!   additions happen in varying order, so results may differ between runs in
+//!   the last bits (relative 1e-15);
+//! * [`PageRankDelta`]: delta PageRank to a tolerance (CLIP §5.1.2): residuals
+//!   above `tolerance / n` are pushed; the result is within `tolerance / (1 - d)`
+//!   (L1) of the fixed point, and one more power iteration changes it by at most
+//!   `d * tolerance` (what `--verify` checks);
+//! * [`Spmv`]: `y = A^T x` with `x = 1`, weights as stored, repeated
+//!   `--iterations` times.
 //!
 //! Bytes per destination in memory on the external engine (value + 20):
-//! bfs, sssp, wcc-lp, pagerank, spmv 28; pagerank-delta 44.
+//! wcc-lp 24; bfs, sssp, pagerank, spmv 28; pagerank-delta 44. On the streaming
+//! engine ([`outcore_engine::stream_bytes_per_vertex`]): wcc-lp 4, bfs and sssp
+//! 8, spmv 24, pagerank 28, pagerank-delta 44.
 
 use crate::{Algo, AlgoError, Output, Params, Result, Run};
-use outcore_engine::{Aggregates, EdgeProgram, EngineError, Globals, ProgramRunner};
+use outcore_engine::{relax_apply, Aggregates, EdgeProgram, EngineError, Globals, ProgramRunner};
+use outcore_state::VertexArray;
 
 /// Breadth-first search.
 pub struct Bfs {
@@ -58,15 +74,15 @@ impl EdgeProgram for Bfs {
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    fn relaxes(&self) -> bool {
+        true
+    }
+    fn improves(&self, old: u64, new: u64) -> bool {
+        // Activated only when the depth drops, not when only the parent does.
+        new >> 32 < old >> 32
+    }
     fn apply(&self, _: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
-        // Activated only when the depth drops (as the streaming engine).
-        if acc < *val {
-            let deeper = acc >> 32 < *val >> 32;
-            *val = acc;
-            deeper
-        } else {
-            false
-        }
+        relax_apply(self, val, acc)
     }
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
@@ -120,16 +136,15 @@ impl EdgeProgram for Sssp {
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    fn relaxes(&self) -> bool {
+        true
+    }
+    fn improves(&self, old: u64, new: u64) -> bool {
+        // Activated only when the distance drops, not when only the parent does.
+        new >> 32 < old >> 32
+    }
     fn apply(&self, _: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
-        // Only a smaller distance activates (a smaller parent at the same
-        // distance is kept without re-sending, as the streaming engine does).
-        if acc < *val {
-            let more = acc >> 32 < *val >> 32;
-            *val = acc;
-            more
-        } else {
-            false
-        }
+        relax_apply(self, val, acc)
     }
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
@@ -139,16 +154,25 @@ impl EdgeProgram for Sssp {
     }
 }
 
-/// Connected components by label propagation (stores with both directions).
+/// Connected components by label propagation: every vertex takes the smallest
+/// label among its neighbours. On a directed store (`both_directions`) a label
+/// also flows against the edge, from target to source.
 pub struct WccLp {
     pub cap: Option<u64>,
+    pub both_directions: bool,
 }
 
 impl EdgeProgram for WccLp {
-    type V = u64;
+    type V = u32;
     type Out = u32;
     fn name(&self) -> &'static str {
         "wcc-lp"
+    }
+    fn relaxes(&self) -> bool {
+        true
+    }
+    fn both_directions(&self) -> bool {
+        self.both_directions
     }
     fn narrow_messages(&self) -> bool {
         true
@@ -156,11 +180,11 @@ impl EdgeProgram for WccLp {
     fn idle_without_messages(&self) -> bool {
         true
     }
-    fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
-        (v as u64, true)
+    fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u32, bool) {
+        (v, true)
     }
-    fn message(&self, val: &u64, _: u32) -> u64 {
-        *val
+    fn message(&self, val: &u32, _: u32) -> u64 {
+        *val as u64
     }
     fn identity(&self) -> u64 {
         u64::MAX
@@ -171,19 +195,14 @@ impl EdgeProgram for WccLp {
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
-    fn apply(&self, _: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
-        if acc < *val {
-            *val = acc;
-            true
-        } else {
-            false
-        }
+    fn apply(&self, _: &Globals, val: &mut u32, acc: u64, _: u32, _: &mut Aggregates) -> bool {
+        relax_apply(self, val, acc)
     }
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
     }
-    fn output(&self, val: &u64) -> u32 {
-        *val as u32
+    fn output(&self, val: &u32) -> u32 {
+        *val
     }
 }
 
@@ -343,6 +362,9 @@ impl EdgeProgram for Spmv {
     fn name(&self) -> &'static str {
         "spmv"
     }
+    fn uses_degrees(&self) -> bool {
+        false
+    }
     fn weighted(&self) -> bool {
         true
     }
@@ -388,11 +410,12 @@ pub fn external_supported(algo: Algo) -> bool {
 pub fn external_bytes_per_vertex(algo: Algo) -> u64 {
     match algo {
         Algo::PageRankDelta => 44,
+        Algo::WccLp => 24,
         _ => 28,
     }
 }
 
-/// Runs `algo` on an engine of edge programs (external or sort-reduce).
+/// Runs `algo` on an engine of edge programs (streaming, external or sort-reduce).
 pub fn run_program<R: ProgramRunner>(
     e: &mut R,
     store: &outcore_store::Store,
@@ -408,32 +431,23 @@ pub fn run_program<R: ProgramRunner>(
     }
     let cap = p.iterations;
     let (output, summary) = match algo {
-        Algo::Bfs => {
-            let st = name_bad_edge(store, e.run_program(&Bfs { root: p.root, cap }))?;
-            let line = crate::bfs::summary(&st);
-            (Output::Bfs(st), line)
-        }
-        Algo::Sssp => {
-            let st = name_bad_edge(store, e.run_program(&Sssp { root: p.root, cap }))?;
-            let line = crate::sssp::summary(&st);
-            (Output::Sssp(st), line)
-        }
+        Algo::Bfs => bfs_result(name_bad_edge(store, e.run_program(&Bfs { root: p.root, cap }))?),
+        Algo::Sssp => sssp_result(name_bad_edge(store, e.run_program(&Sssp { root: p.root, cap }))?),
         Algo::WccLp => {
-            if store.manifest().directed {
+            let directed = store.manifest().directed;
+            if directed && !e.both_directions() {
                 return Err(AlgoError::Invalid(format!(
-                    "wcc-lp on the external engine pushes labels along out-edges only, so it needs a store holding both directions; {} is directed (ingest with --undirected, or use --engine stream)",
+                    "wcc-lp on this engine pushes labels along out-edges only, so it needs a store holding both directions; {} is directed (ingest with --undirected, or use --engine stream)",
                     store.dir().display()
                 )));
             }
-            let l = name_bad_edge(store, e.run_program(&WccLp { cap }))?;
-            let components = l.iter().enumerate().filter(|(v, &x)| *v as u32 == x).count();
-            (Output::Labels(l), format!("{components} components"))
+            let prog = WccLp { cap, both_directions: directed };
+            labels_result(name_bad_edge(store, e.run_program(&prog))?)
         }
         Algo::PageRank => {
             let iterations = p.iterations.unwrap_or(10);
-            let r = name_bad_edge(store, e.run_program(&PageRank { n, damping: p.damping, iterations }))?;
-            let total: f64 = r.iter().sum();
-            (Output::Values(r), format!("{iterations} iterations, total rank {total:.12}"))
+            let prog = PageRank { n, damping: p.damping, iterations };
+            ranks_result(name_bad_edge(store, e.run_program(&prog))?, iterations)
         }
         Algo::PageRankDelta => {
             let prog = PageRankDelta { n, damping: p.damping, tolerance: p.tolerance, cap };
@@ -449,7 +463,7 @@ pub fn run_program<R: ProgramRunner>(
         }
         other => {
             return Err(AlgoError::Invalid(format!(
-                "{} does not run on the external engine (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
+                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
                 other.name()
             )))
         }
@@ -461,20 +475,71 @@ pub fn run_program<R: ProgramRunner>(
     })
 }
 
+/// A BFS result and its summary line (every engine's).
+pub fn bfs_result(st: VertexArray<u64>) -> (Output, String) {
+    let reached = st.iter().filter(|&&x| x != u64::MAX).count();
+    let depth = st
+        .iter()
+        .filter(|&&x| x != u64::MAX)
+        .map(|x| x >> 32)
+        .max()
+        .unwrap_or(0);
+    let line = format!("{reached} vertices reached, maximum depth {depth}");
+    (Output::Bfs(st), line)
+}
+
+/// An SSSP result and its summary line (every engine's).
+pub fn sssp_result(st: VertexArray<u64>) -> (Output, String) {
+    let reached = st.iter().filter(|&&x| x != u64::MAX).count();
+    let far = st
+        .iter()
+        .filter(|&&x| x != u64::MAX)
+        .map(|x| f32::from_bits((x >> 32) as u32))
+        .fold(0f32, f32::max);
+    let line = format!("{reached} vertices reached, largest distance {far}");
+    (Output::Sssp(st), line)
+}
+
+/// Component labels and their summary line.
+pub fn labels_result(l: VertexArray<u32>) -> (Output, String) {
+    let components = l
+        .iter()
+        .enumerate()
+        .filter(|(v, &x)| *v as u32 == x)
+        .count();
+    (Output::Labels(l), format!("{components} components"))
+}
+
+/// PageRank values and their summary line.
+pub fn ranks_result(r: VertexArray<f64>, iterations: u64) -> (Output, String) {
+    let total: f64 = r.iter().sum();
+    (
+        Output::Values(r),
+        format!("{iterations} iterations, total rank {total:.12}"),
+    )
+}
+
 /// A refused edge named in the user's ids.
 fn name_bad_edge<T>(
     store: &outcore_store::Store,
     r: std::result::Result<T, EngineError>,
 ) -> Result<T> {
     match r {
-        Err(EngineError::BadEdge { program, u, v, w }) => {
-            let ids = store.id_map()?;
-            Err(AlgoError::Invalid(format!(
-                "{program} needs non-negative weights, but edge ({}, {}) has weight {w}",
-                ids.to_user(u),
-                ids.to_user(v)
-            )))
+        Err(e @ EngineError::BadEdge { .. }) => {
+            Err(AlgoError::Invalid(refusal_message(&store.id_map()?, &e)))
         }
         r => Ok(r?),
+    }
+}
+
+/// The message of a refused edge, its vertices in the user's ids.
+pub fn refusal_message(ids: &outcore_store::IdMap, e: &EngineError) -> String {
+    match e {
+        EngineError::BadEdge { program, u, v, w } => format!(
+            "{program} needs non-negative weights, but edge ({}, {}) has weight {w}",
+            ids.to_user(*u),
+            ids.to_user(*v)
+        ),
+        e => e.to_string(),
     }
 }

@@ -2,12 +2,11 @@
 //! vertex values in memory, one engine iteration per BFS level or relaxation
 //! round, the active vertices' edge lists read by page.
 //!
-//! - `bfs`: level-synchronous; the first vertex to reach `v` in a level is its parent.
-//! - `sssp`: Bellman-Ford relaxation of the vertices whose distance fell; distances
-//!   are `f32` sums (weight 1 per edge on an unweighted store), the least fixed point as in [`crate::sssp`]; negative weights
-//!   stop the run with the edge named.
-//! - `wcc`: label propagation of the smallest dense id over out-edges and, for
-//!   directed stores, in-edges (the store needs `--in-edges`).
+//! - `bfs`, `sssp`, `wcc`: the edge programs [`Bfs`], [`Sssp`] and [`WccLp`] of
+//!   [`crate::programs`], relaxed in place by the engine's adapter
+//!   ([`VertexEngine::relax`]): the same answers as on every other engine (the
+//!   smallest-id parent among the tied ones); `wcc` also walks in-edges when the
+//!   store has them (a directed store needs `--in-edges`).
 //! - `diam`: double sweep (§5): BFS from a seeded random vertex, then `rounds - 1`
 //!   more BFS each from the farthest vertex of the previous one (smallest id among
 //!   the farthest); the estimate is the largest depth seen, a lower bound of the
@@ -25,8 +24,10 @@
 //!
 //! Sampling: a seeded shuffle of `0..n` (dense ids), the first `sources` taken.
 
+use crate::programs::{bfs_result, labels_result, sssp_result, Bfs, Sssp, WccLp};
 use crate::{AlgoError, Output, Result, Run};
-use outcore_engine::vertex::{Frontier, FrontierBuilder, VertexEngine, IN, OUT};
+use outcore_engine::vertex::{Frontier, FrontierBuilder, VertexEngine, OUT};
+use outcore_engine::{EngineError, ProgramRunner};
 use outcore_state::VertexArray;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,27 +156,41 @@ pub fn run(e: &mut VertexEngine, algo: VAlgo, p: &VParams) -> Result<VRun> {
     if algo == VAlgo::Diam && p.rounds == 0 {
         return Err(AlgoError::Invalid("--rounds must be at least 1".into()));
     }
+    let relax = |e: &mut VertexEngine, r: Result<(Output, String)>| -> Result<VRun> {
+        let (output, summary) = r?;
+        Ok(VRun {
+            run: Run {
+                output,
+                iterations: e.iterations(),
+                summary,
+            },
+            extra: VExtra::default(),
+        })
+    };
+    let cap = p.iterations;
     match algo {
         VAlgo::Bfs => {
-            let (out, it, _) = bfs(e, p.root, p.iterations, None)?;
-            let reached = out.iter().filter(|&&x| x != u64::MAX).count();
-            let depth = out
-                .iter()
-                .filter(|&&x| x != u64::MAX)
-                .map(|x| x >> 32)
-                .max()
-                .unwrap_or(0);
-            Ok(VRun {
-                run: Run {
-                    output: Output::Bfs(VertexArray::from_vec(out)),
-                    iterations: it,
-                    summary: format!("{reached} vertices reached, depth {depth}"),
-                },
-                extra: VExtra::default(),
-            })
+            let r = e.relax(&Bfs { root: p.root, cap });
+            relax(e, r.map(bfs_result).map_err(Into::into))
         }
-        VAlgo::Sssp => sssp(e, p),
-        VAlgo::Wcc => wcc(e, p),
+        VAlgo::Sssp => {
+            let r = e.relax(&Sssp { root: p.root, cap });
+            let r = r.map_err(|err| match err {
+                EngineError::BadEdge { program, u, v, w } => AlgoError::Invalid(format!(
+                    "{program} needs non-negative weights, but edge ({u}, {v}) (dense ids) has weight {w}"
+                )),
+                err => err.into(),
+            });
+            relax(e, r.map(sssp_result))
+        }
+        VAlgo::Wcc => {
+            let prog = WccLp {
+                cap,
+                both_directions: e.has_in_edges(),
+            };
+            let r = e.relax(&prog).map(labels_result);
+            relax(e, r.map_err(Into::into))
+        }
         VAlgo::Diam => diam(e, p),
         VAlgo::Bc => bc(e, p),
         VAlgo::Apsp => apsp(e, p),
@@ -195,149 +210,26 @@ fn capped(cap: Option<u64>, it: u64) -> bool {
     cap.is_some_and(|k| it >= k)
 }
 
-/// BFS from `root`: `depth << 32 | parent` per vertex, iterations, farthest vertex.
-/// `rank[v]`: v's position in user-id order (ties among the farthest go to the
-/// smallest rank; without ranks, the smallest dense id).
+/// BFS from `root` (the [`Bfs`] edge program): `depth << 32 | parent` per vertex,
+/// iterations, and the farthest vertex — among the deepest, the smallest
+/// `rank[v]` (v's position in user-id order; without ranks, the smallest dense id).
 fn bfs(
     e: &mut VertexEngine,
     root: u32,
     cap: Option<u64>,
     rank: Option<&[u32]>,
-) -> Result<(Vec<u64>, u64, u32)> {
-    let n = e.vertices();
-    let mut out = vec![u64::MAX; n];
-    out[root as usize] = root as u64;
-    let mut frontier = Frontier::single(root);
-    let mut d = 0u64;
-    let mut far = root;
-    while !frontier.is_empty() && !capped(cap, d) {
-        let mut next = FrontierBuilder::new(n);
-        let nd = (d + 1) << 32;
-        e.iterate(OUT, &frontier, |u, ts, _| {
-            for &v in ts {
-                if out[v as usize] == u64::MAX {
-                    out[v as usize] = nd | u as u64;
-                    next.insert(v);
-                }
-            }
-        })?;
-        d += 1;
-        frontier = next.finish();
-        far = match rank {
-            None => frontier.first().unwrap_or(far),
-            Some(r) => {
-                let mut best = None;
-                frontier.for_each(|v| {
-                    if best.is_none_or(|b: u32| r[v as usize] < r[b as usize]) {
-                        best = Some(v);
-                    }
-                });
-                best.unwrap_or(far)
-            }
-        };
-    }
-    Ok((out, d, far))
-}
-
-fn sssp(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
-    let n = e.vertices();
-    let mut dist = vec![f32::INFINITY; n];
-    let mut parent = vec![u32::MAX; n];
-    dist[p.root as usize] = 0.0;
-    parent[p.root as usize] = p.root;
-    let mut frontier = Frontier::single(p.root);
-    let mut it = 0u64;
-    let mut bad: Option<(u32, u32, f32)> = None;
-    while !frontier.is_empty() && !capped(p.iterations, it) {
-        let mut next = FrontierBuilder::new(n);
-        e.iterate(OUT, &frontier, |u, ts, ws| {
-            let du = dist[u as usize];
-            // An unweighted store: every edge weighs 1, as on the streaming engine.
-            let ones = [1f32; 0];
-            let mut wi = ws.map(|w| w.iter()).unwrap_or(ones.iter());
-            for &v in ts {
-                let w = wi.next().copied().unwrap_or(1.0);
-                if w < 0.0 || w.is_nan() {
-                    bad.get_or_insert((u, v, w));
-                    continue;
-                }
-                let nd = du + w;
-                if nd < dist[v as usize] {
-                    dist[v as usize] = nd;
-                    parent[v as usize] = u;
-                    next.insert(v);
-                }
-            }
-        })?;
-        it += 1;
-        if let Some((u, v, w)) = bad {
-            return Err(AlgoError::Invalid(format!(
-                "sssp needs non-negative weights, but edge ({u}, {v}) (dense ids) has weight {w}"
-            )));
-        }
-        frontier = next.finish();
-    }
-    let out: Vec<u64> = (0..n)
-        .map(|v| {
-            if parent[v] == u32::MAX {
-                u64::MAX
-            } else {
-                ((dist[v].to_bits() as u64) << 32) | parent[v] as u64
-            }
-        })
-        .collect();
-    let reached = parent.iter().filter(|&&x| x != u32::MAX).count();
-    let far = dist
-        .iter()
-        .filter(|d| d.is_finite())
-        .fold(0f32, |a, &b| a.max(b));
-    Ok(VRun {
-        run: Run {
-            output: Output::Sssp(VertexArray::from_vec(out)),
-            iterations: it,
-            summary: format!("{reached} vertices reached, largest distance {far}"),
-        },
-        extra: VExtra::default(),
-    })
-}
-
-fn wcc(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
-    let n = e.vertices();
-    let both = e.has_in_edges();
-    let mut label: Vec<u32> = (0..n as u32).collect();
-    let mut frontier = Frontier::all(n);
-    let mut it = 0u64;
-    while !frontier.is_empty() && !capped(p.iterations, it) {
-        let mut next = FrontierBuilder::new(n);
-        let mut push = |u: u32, ts: &[u32], _: Option<&[f32]>| {
-            let l = label[u as usize];
-            for &v in ts {
-                if l < label[v as usize] {
-                    label[v as usize] = l;
-                    next.insert(v);
-                }
-            }
-        };
-        e.iterate(OUT, &frontier, &mut push)?;
-        if both {
-            e.iterate(IN, &frontier, &mut push)?;
-        }
-        it += 1;
-        frontier = next.finish();
-    }
-    let comps = label
-        .iter()
-        .enumerate()
-        .filter(|&(v, &l)| v as u32 == l)
-        .count();
-    Ok(VRun {
-        run: Run {
-            output: Output::Labels(VertexArray::from_vec(label)),
-            iterations: it,
-            summary: format!("{comps} components"),
-        },
-        extra: VExtra::default(),
-    })
+) -> Result<(VertexArray<u64>, u64, u32)> {
+    let out = e.relax(&Bfs { root, cap })?;
+    let key = |v: usize| {
+        (
+            out[v] >> 32,
+            std::cmp::Reverse(rank.map_or(v as u32, |r| r[v])),
+        )
+    };
+    let far = (0..out.len())
+        .filter(|&v| out[v] != u64::MAX)
+        .fold(root as usize, |b, v| if key(v) > key(b) { v } else { b });
+    Ok((out, e.iterations(), far as u32))
 }
 
 /// `k` vertices sampled by a seeded shuffle of the user-order ranks `0..n`.
@@ -384,21 +276,21 @@ fn diam(e: &mut VertexEngine, p: &VParams) -> Result<VRun> {
     let mut best = 0u32;
     let mut starts = Vec::new();
     let mut its = 0;
-    let mut last = Vec::new();
+    let mut last: Option<VertexArray<u64>> = None;
     for _ in 0..p.rounds {
         starts.push(start);
         // Only the last sweep's tree is returned: free the previous one first.
-        drop(std::mem::take(&mut last));
+        drop(last.take());
         let (out, it, far) = bfs(e, start, p.iterations, p.user_rank.as_deref())?;
         its += it;
         let depth = (out[far as usize] >> 32) as u32;
         best = best.max(depth);
-        last = out;
+        last = Some(out);
         start = far;
     }
     Ok(VRun {
         run: Run {
-            output: Output::Bfs(VertexArray::from_vec(last)),
+            output: Output::Bfs(last.expect("at least one round")),
             iterations: its,
             summary: format!(
                 "diameter >= {best} ({} BFS from vertex {} on)",

@@ -27,7 +27,10 @@ pub use jobs::{
     Granularity, IoMode, Job, JobCtx, JobStats, JobsConfig, JobsEngine, JobsObserver, JobsStats,
     Task,
 };
-pub use program::{Aggregates, EdgeProgram, Globals, ProgramRunner, Sums};
+pub use program::{
+    program_job, relax_apply, stream_bytes_per_vertex, Aggregates, DescribeRefusal, EdgeProgram,
+    Globals, ProgramJob, ProgramRunner, Sums,
+};
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{
     prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,

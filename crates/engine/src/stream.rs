@@ -234,6 +234,8 @@ pub struct StreamEngine<'s> {
     stats: StreamStats,
     start_io: IoSnapshot,
     observer: Box<dyn StreamObserver + 's>,
+    /// Iterations of the last edge program run ([`crate::ProgramRunner`]).
+    pub(crate) program_iterations: u64,
 }
 
 impl<'s> StreamEngine<'s> {
@@ -292,7 +294,13 @@ impl<'s> StreamEngine<'s> {
             start_io,
             cfg,
             observer: Box::new(NoObserver),
+            program_iterations: 0,
         })
+    }
+
+    /// The engine's worker pool (the edge program adapter's vertex passes).
+    pub(crate) fn pool(&self) -> &rayon::ThreadPool {
+        &self.pool
     }
 
     /// Receives progress callbacks from now on.
@@ -304,7 +312,7 @@ impl<'s> StreamEngine<'s> {
     pub fn vertices(&self) -> u32 {
         self.n
     }
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &'s Store {
         self.store
     }
     pub fn config(&self) -> &StreamConfig {

@@ -133,6 +133,47 @@ impl<T: bytemuck::Pod + Send + Sync> VertexArray<T> {
     }
 }
 
+impl<T: bytemuck::Pod + Send + Sync> VertexArray<T> {
+    /// The array with every element replaced by `f(element)`, converted in place
+    /// (no second array) when `U` has `T`'s size and alignment, else into a new
+    /// in-memory array (the caller accounts for it).
+    pub fn map_into<U: bytemuck::Pod + Send + Sync>(
+        mut self,
+        f: impl Fn(&T) -> U + Sync,
+    ) -> VertexArray<U> {
+        use rayon::prelude::*;
+        let same = std::mem::size_of::<U>() == std::mem::size_of::<T>()
+            && std::mem::align_of::<U>() == std::mem::align_of::<T>();
+        if !same {
+            let s: &[T] = &self;
+            return VertexArray::from_vec(s.par_iter().map(&f).collect());
+        }
+        let s: &mut [T] = &mut self;
+        s.par_chunks_mut(1 << 14).for_each(|c| {
+            for x in c {
+                *x = bytemuck::cast(f(x));
+            }
+        });
+        let VertexArray {
+            storage,
+            len,
+            backing,
+        } = self;
+        let storage = match storage {
+            Storage::Memory(v) => Storage::Memory(
+                bytemuck::allocation::try_cast_vec(v)
+                    .unwrap_or_else(|_| unreachable!("same size and alignment")),
+            ),
+            Storage::Mapped(m) => Storage::Mapped(m),
+        };
+        VertexArray {
+            storage,
+            len,
+            backing,
+        }
+    }
+}
+
 impl<T: AtomicRepr> VertexArray<T> {
     /// The same memory as atomics, for edge functions running on many threads.
     pub fn atomic(&self) -> &[T::Atomic] {

@@ -273,6 +273,8 @@ pub struct VertexEngine {
     in_flight: usize,
     weighted: bool,
     progress: Option<ProgressFn>,
+    /// Iterations of the last edge program run ([`crate::ProgramRunner`]).
+    pub(crate) program_iterations: u64,
 }
 
 impl VertexEngine {
@@ -429,6 +431,7 @@ impl VertexEngine {
             in_flight: 0,
             weighted,
             progress: None,
+            program_iterations: 0,
             cfg,
         };
         e.load_static(lists.map(|lf| (lf, store.weighted())))?;

@@ -11,10 +11,29 @@
 //! and says whether the destination is active in the next iteration. Programs
 //! whose sources all send every iteration (PageRank) say so with `all_active`.
 //!
+//! *Relaxation* programs (bfs, sssp, label propagation: [`EdgeProgram::relaxes`])
+//! keep one word per vertex (`u32` or `u64`) that is its own accumulator:
+//! `combine` is `min` and `apply` lowers the value ([`relax_apply`]). Their fixed
+//! point does not depend on when a contribution lands, so engines holding one
+//! shared array (the streaming, jobs and vertex engines) may apply an edge's
+//! contribution to its target at once, with an atomic minimum, and read values
+//! newer than the previous iteration's (CLIP's re-entry, GraphCP's future
+//! updates); engines that move messages between partitions (external,
+//! sort-reduce) run them synchronously like any other program. Either way the
+//! answer is the same.
+//!
 //! Global sums (PageRank's dangling mass) are [`Aggregates`]: `init` and `apply`
 //! add to them, and the next iteration sees the previous one's totals in
 //! [`Globals`]. Engines add them up in a fixed order (partition, then vertex), so
 //! a run gives the same answer for every thread count.
+
+mod jobs;
+pub(crate) mod relax;
+mod stream;
+mod vertex;
+
+pub use jobs::{program_job, DescribeRefusal, ProgramJob};
+pub use stream::stream_bytes_per_vertex;
 
 /// Four global sums, added by `init` and `apply`.
 pub type Aggregates = [f64; 4];
@@ -93,10 +112,34 @@ pub trait EdgeProgram: Sync {
     fn idle_without_messages(&self) -> bool {
         false
     }
+    /// Whether `init`, `message` or `apply` use the out-degree; when not, engines
+    /// that would read the out-degrees only for them pass 0 instead.
+    fn uses_degrees(&self) -> bool {
+        true
+    }
     /// Bytes per destination the engine holds besides `V`: the accumulator (8),
     /// two epochs (8) and the out-degree (4).
     fn bytes_per_vertex(&self) -> u64 {
         std::mem::size_of::<Self::V>() as u64 + 20
+    }
+    /// A relaxation program (see the module docs): `V` is `u32` or `u64`, `combine`
+    /// is `min`, `apply` is [`relax_apply`] with [`EdgeProgram::improves`], and
+    /// `message` does not use the out-degree. Engines may then relax in place.
+    fn relaxes(&self) -> bool {
+        false
+    }
+    /// For relaxation programs: whether lowering a value from `old` to `new`
+    /// activates the vertex (bfs: only when its depth drops, not its parent).
+    fn improves(&self, old: u64, new: u64) -> bool {
+        new < old
+    }
+    /// Every edge also acts from its target to its source (label propagation on
+    /// a directed store). Engines that see each stored edge once apply it both
+    /// ways, and stream every edge again after an iteration that changed a value;
+    /// engines that push along out-edges only refuse it (they need a store
+    /// holding both directions instead).
+    fn both_directions(&self) -> bool {
+        false
     }
     /// The value of vertex `v` before the first iteration and whether it is active.
     fn init(&self, v: u32, out_degree: u32, agg: &mut Aggregates) -> (Self::V, bool);
@@ -123,6 +166,50 @@ pub trait EdgeProgram: Sync {
     fn output(&self, val: &Self::V) -> Self::Out;
 }
 
+/// `apply` of a relaxation program: lowers `val` to `acc` when smaller and says
+/// whether that activates it ([`EdgeProgram::improves`]).
+pub fn relax_apply<P: EdgeProgram + ?Sized>(p: &P, val: &mut P::V, acc: u64) -> bool {
+    let old = word(val);
+    if acc < old {
+        set_word(val, acc);
+        p.improves(old, acc)
+    } else {
+        false
+    }
+}
+
+/// A relaxation program's value as a `u64` (`V` is `u32` or `u64`).
+#[inline(always)]
+pub fn word<V: bytemuck::Pod>(v: &V) -> u64 {
+    match std::mem::size_of::<V>() {
+        4 => *bytemuck::from_bytes::<u32>(bytemuck::bytes_of(v)) as u64,
+        8 => *bytemuck::from_bytes::<u64>(bytemuck::bytes_of(v)),
+        n => panic!("a relaxation program's value is a u32 or u64, not {n} bytes"),
+    }
+}
+
+/// Stores `x` into a relaxation program's value (truncated to a `u32` value).
+#[inline(always)]
+pub fn set_word<V: bytemuck::Pod>(v: &mut V, x: u64) {
+    match std::mem::size_of::<V>() {
+        4 => *bytemuck::from_bytes_mut::<u32>(bytemuck::bytes_of_mut(v)) = x as u32,
+        8 => *bytemuck::from_bytes_mut::<u64>(bytemuck::bytes_of_mut(v)) = x,
+        n => panic!("a relaxation program's value is a u32 or u64, not {n} bytes"),
+    }
+}
+
+/// Refuses a [`EdgeProgram::both_directions`] program on an engine that pushes
+/// along out-edges only.
+pub(crate) fn one_way<P: EdgeProgram>(p: &P, engine: &str) -> crate::Result<()> {
+    if p.both_directions() {
+        return Err(crate::EngineError::Invalid(format!(
+            "{} on the {engine} engine moves values along out-edges only; it needs a store holding both directions",
+            p.name()
+        )));
+    }
+    Ok(())
+}
+
 /// An engine that runs edge programs (the external and the sort-reduce engines).
 pub trait ProgramRunner {
     /// Runs `prog` to the end; the result per vertex in dense id order.
@@ -132,4 +219,8 @@ pub trait ProgramRunner {
     ) -> crate::Result<outcore_state::VertexArray<P::Out>>;
     /// Iterations of the last run.
     fn iterations(&self) -> u64;
+    /// Whether the engine runs [`EdgeProgram::both_directions`] programs.
+    fn both_directions(&self) -> bool {
+        false
+    }
 }

@@ -1,0 +1,320 @@
+//! Edge programs as jobs of the concurrent-jobs engine (GraphCP FCS'24 §3.6):
+//! each job its own vertex arrays, edges shared with the other jobs.
+//!
+//! * Relaxation programs relax in place ([`super::relax`]) and take future
+//!   updates (§3.4): a relaxation that reads a value newer than the previous
+//!   iteration's only converges sooner, and the fixed point is unique, so a job's
+//!   answer equals the streaming engine's and its own single-job run.
+//! * Every other program is synchronous (BSP, as LDBC Graphalytics defines
+//!   PageRank): the messages of the previous iteration, the sums of this one
+//!   (atomic `combine`, or a plain load and store when the engine runs a
+//!   sub-block as one task of its own: [`Job::exclusive_targets`]), and at the
+//!   end of the iteration a parallel pass that applies, adds the aggregates in
+//!   vertex order and computes the next messages.
+
+use super::relax::{self, Refused, Word};
+use super::stream::combine_atomic;
+use super::{set_word, word, Aggregates, EdgeProgram, Globals, Sums};
+use crate::error::{EngineError, Result};
+use crate::jobs::{Job, JobCtx, Task};
+use crate::stream::{prefetch, prefetch_each};
+use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Vertices per chunk of the vertex passes (the unit aggregates are summed by).
+const CHUNK: usize = 1 << 14;
+
+/// A job running an edge program, which hands back its result at the end.
+pub trait ProgramJob<Out: bytemuck::Pod>: Job {
+    /// The result per vertex in dense order.
+    fn into_output(self: Box<Self>) -> VertexArray<Out>;
+}
+
+/// Turns a refused edge into the job's error message (the caller names the
+/// vertices in the user's ids).
+pub type DescribeRefusal = Box<dyn Fn(&EngineError) -> String + Send + Sync>;
+
+/// The job of `prog` on `n` vertices, its arrays from `budget`; `degrees` are
+/// the store's out-degrees (read by synchronous programs only).
+pub fn program_job<P: EdgeProgram + Send + 'static>(
+    prog: P,
+    n: usize,
+    budget: &StateBudget,
+    degrees: impl FnOnce() -> Result<Arc<VertexArray<u32>>>,
+    describe: DescribeRefusal,
+) -> Result<Box<dyn ProgramJob<P::Out>>> {
+    if !prog.relaxes() {
+        let name = prog.name();
+        return Ok(Box::new(SyncJob {
+            deg: degrees()?,
+            vals: budget.alloc(name, n, bytemuck::Zeroable::zeroed())?,
+            msgs: budget.alloc("messages", n, 0)?,
+            sums: budget.alloc("sums", n, prog.identity())?,
+            globals: Globals::default(),
+            refused: Refused::default(),
+            describe,
+            prog,
+        }));
+    }
+    match std::mem::size_of::<P::V>() {
+        4 => Ok(Box::new(RelaxJob::<P, u32> {
+            words: budget.alloc(prog.name(), n, 0)?,
+            refused: Refused::default(),
+            describe,
+            changed: AtomicBool::new(false),
+            prog,
+        })),
+        8 => Ok(Box::new(RelaxJob::<P, u64> {
+            words: budget.alloc(prog.name(), n, 0)?,
+            refused: Refused::default(),
+            describe,
+            changed: AtomicBool::new(false),
+            prog,
+        })),
+        k => Err(EngineError::Invalid(format!(
+            "{}: a relaxation program's value is 4 or 8 bytes, not {k}",
+            prog.name()
+        ))),
+    }
+}
+
+struct RelaxJob<P, W: Word> {
+    prog: P,
+    words: VertexArray<W>,
+    refused: Refused,
+    describe: DescribeRefusal,
+    /// A value dropped this iteration (the engine may take a vertex activated
+    /// and processed ahead out of `next`, so `next` alone cannot tell).
+    changed: AtomicBool,
+}
+
+impl<P: EdgeProgram + Send, W: Word> Job for RelaxJob<P, W> {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.words.write_back()
+    }
+    fn future_updates(&self) -> bool {
+        true
+    }
+    fn weighted(&self) -> bool {
+        self.prog.weighted()
+    }
+    fn init(&mut self, active: &AtomicBitmap) {
+        let (prog, a) = (&self.prog, self.words.atomic());
+        (0..a.len())
+            .into_par_iter()
+            .with_min_len(CHUNK)
+            .for_each(|v| {
+                let (x, act) = relax::init_word(prog, v as u32);
+                W::store(&a[v], x);
+                if act {
+                    active.set(v as u32);
+                }
+            });
+    }
+    fn ahead(&self, dsts: &[u32]) {
+        prefetch_each(self.words.atomic(), dsts);
+    }
+    fn ahead_source(&self, u: u32) {
+        prefetch(self.words.atomic(), u);
+    }
+    fn edges(&self, ctx: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
+        let (p, a) = (&self.prog, self.words.atomic());
+        let m = relax::message::<P, W>(p, a, u);
+        let both = p.both_directions();
+        let activate = |x: u32| {
+            ctx.activate(x);
+            if both && !self.changed.load(Relaxed) {
+                self.changed.store(true, Relaxed);
+            }
+        };
+        let one = |v: u32, w: f32| {
+            if !relax::relax::<P, W>(p, a, m, u, v, w, activate) {
+                self.refused.record(u, v, w);
+            } else if both {
+                let mv = relax::message::<P, W>(p, a, v);
+                relax::relax::<P, W>(p, a, mv, v, u, w, activate);
+            }
+        };
+        match ws {
+            Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| one(v, w)),
+            None => dsts.iter().for_each(|&v| one(v, 1.0)),
+        }
+    }
+    fn end_iteration(
+        &mut self,
+        iteration: u64,
+        next: &AtomicBitmap,
+    ) -> std::result::Result<bool, String> {
+        self.refused
+            .check(self.prog.name())
+            .map_err(|e| (self.describe)(&e))?;
+        let mut active = next.count();
+        // A label must also reach sources that are not active: every edge again
+        // after an iteration that changed one.
+        if self.prog.both_directions() && self.changed.swap(false, Relaxed) {
+            next.set_all();
+            active = next.count();
+        }
+        Ok(!self.prog.proceed(iteration, &[0.0; 4], active))
+    }
+}
+
+impl<P: EdgeProgram + Send, W: Word> ProgramJob<P::Out> for RelaxJob<P, W> {
+    fn into_output(self: Box<Self>) -> VertexArray<P::Out> {
+        let this = *self;
+        let prog = this.prog;
+        this.words.map_into(|x| {
+            let mut val: P::V = bytemuck::Zeroable::zeroed();
+            set_word(&mut val, word(x));
+            prog.output(&val)
+        })
+    }
+}
+
+struct SyncJob<P: EdgeProgram> {
+    prog: P,
+    deg: Arc<VertexArray<u32>>,
+    vals: VertexArray<P::V>,
+    msgs: VertexArray<u64>,
+    sums: VertexArray<u64>,
+    globals: Globals,
+    refused: Refused,
+    describe: DescribeRefusal,
+}
+
+impl<P: EdgeProgram> SyncJob<P> {
+    /// One parallel pass over the vertices: `apply` first (after an iteration),
+    /// then the sums cleared and the messages of the active vertices computed,
+    /// which are set in `active`. Returns the aggregates added in vertex order
+    /// and the number of active vertices.
+    fn pass(&mut self, apply: bool, active: &AtomicBitmap) -> (Aggregates, u64) {
+        let (prog, g, deg) = (&self.prog, &self.globals, &self.deg[..]);
+        let all = prog.all_active();
+        let id = prog.identity();
+        let parts: Vec<(Sums, u64)> = self
+            .vals
+            .par_chunks_mut(CHUNK)
+            .zip(self.msgs.par_chunks_mut(CHUNK))
+            .zip(self.sums.par_chunks_mut(CHUNK))
+            .enumerate()
+            .map(|(c, ((vs, ms), ss))| {
+                let v0 = c * CHUNK;
+                let mut s = Sums::default();
+                let mut count = 0u64;
+                for i in 0..vs.len() {
+                    let v = (v0 + i) as u32;
+                    let mut one: Aggregates = [0.0; 4];
+                    let act = if apply {
+                        prog.apply(g, &mut vs[i], ss[i], deg[v0 + i], &mut one)
+                    } else {
+                        let (x, act) = prog.init(v, deg[v0 + i], &mut one);
+                        vs[i] = x;
+                        act
+                    };
+                    s.add(&one);
+                    ss[i] = id;
+                    if act || all {
+                        ms[i] = prog.message(&vs[i], deg[v0 + i]);
+                        active.set(v);
+                        count += 1;
+                    }
+                }
+                (s, count)
+            })
+            .collect();
+        let mut total = Sums::default();
+        for (s, _) in &parts {
+            total.merge(s);
+        }
+        (total.total(), parts.iter().map(|p| p.1).sum())
+    }
+}
+
+impl<P: EdgeProgram + Send> Job for SyncJob<P> {
+    fn write_back(&self) -> std::io::Result<()> {
+        self.vals.write_back()?;
+        self.msgs.write_back()?;
+        self.sums.write_back()
+    }
+    fn weighted(&self) -> bool {
+        self.prog.weighted()
+    }
+    fn init(&mut self, active: &AtomicBitmap) {
+        let (prev, _) = self.pass(false, active);
+        self.globals.prev = prev;
+    }
+    fn ahead(&self, dsts: &[u32]) {
+        prefetch_each(self.sums.atomic(), dsts);
+    }
+    fn ahead_source(&self, u: u32) {
+        prefetch(&self.msgs, u);
+    }
+    fn exclusive_targets(&self) -> bool {
+        true
+    }
+    fn edges(&self, _: &JobCtx, u: u32, dsts: &[u32], ws: Option<&[f32]>) {
+        let (p, s) = (&self.prog, self.sums.atomic());
+        let m = self.msgs[u as usize];
+        let one = |v: u32, w: f32| match p.edge(m, u, w) {
+            Some(c) => combine_atomic(p, &s[v as usize], c),
+            None => self.refused.record(u, v, w),
+        };
+        match ws {
+            Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| one(v, w)),
+            None => dsts.iter().for_each(|&v| one(v, 1.0)),
+        }
+    }
+    fn task(&self, ctx: &JobCtx, t: &Task) -> u64 {
+        let (p, s) = (&self.prog, self.sums.atomic());
+        t.for_each(
+            |u| self.ahead_source(u),
+            |d| self.ahead(d),
+            |u, dsts, ws| {
+                if !t.exclusive {
+                    return self.edges(ctx, u, dsts, ws);
+                }
+                // No other task adds to these targets meanwhile: a plain load and
+                // store (still through the atomic type, so there is no data race)
+                // instead of a compare-and-swap loop per edge.
+                let m = self.msgs[u as usize];
+                let one = |v: u32, w: f32| match p.edge(m, u, w) {
+                    Some(c) => {
+                        let x = &s[v as usize];
+                        x.store(p.combine(x.load(Relaxed), c), Relaxed);
+                    }
+                    None => self.refused.record(u, v, w),
+                };
+                match ws {
+                    Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| one(v, w)),
+                    None => dsts.iter().for_each(|&v| one(v, 1.0)),
+                }
+            },
+        )
+    }
+    fn end_iteration(
+        &mut self,
+        iteration: u64,
+        next: &AtomicBitmap,
+    ) -> std::result::Result<bool, String> {
+        self.refused
+            .check(self.prog.name())
+            .map_err(|e| (self.describe)(&e))?;
+        self.globals.iteration = iteration;
+        // What the edge functions activated does not count: apply decides.
+        next.clear_all();
+        let (prev, active) = self.pass(true, next);
+        self.globals.prev = prev;
+        Ok(!self.prog.proceed(iteration, &prev, active))
+    }
+}
+
+impl<P: EdgeProgram + Send> ProgramJob<P::Out> for SyncJob<P> {
+    fn into_output(self: Box<Self>) -> VertexArray<P::Out> {
+        let this = *self;
+        let prog = this.prog;
+        drop((this.msgs, this.sums));
+        this.vals.map_into(|x| prog.output(x))
+    }
+}
