@@ -109,10 +109,11 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
         Algo::Bfs | Algo::Sssp => 8,
         Algo::Wcc | Algo::WccLp | Algo::Mis => 4,
         Algo::MisLuby => 8,
-        // Edge programs run synchronously: value, messages (8), sums (8) and
-        // out-degrees (4); see outcore_engine::stream_bytes_per_vertex.
+        // Synchronous edge programs: the value, sums (8), messages (8, unless
+        // read from the value) and out-degrees (4, when used); see
+        // outcore_engine::stream_bytes_per_vertex.
         Algo::PageRank => 28,
-        Algo::Spmv => 24,
+        Algo::Spmv => 16,
         Algo::PageRankDelta => 44,
     }
 }

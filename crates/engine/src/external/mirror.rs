@@ -29,6 +29,7 @@ impl ExternalEngine<'_> {
             return Ok(MirrorDone {
                 bytes: 0,
                 writes: 0,
+                skipped: 0,
                 seconds: 0.0,
             });
         }
@@ -54,8 +55,38 @@ impl ExternalEngine<'_> {
             run.1.clear();
             Ok(())
         };
+        // Skipping needs every position below 2^32 within a segment.
+        let table = st.skip_pos[p as usize].get();
+        let build = it == 0
+            && (0..k as u32)
+                .all(|q| self.layout.segment(q, p + 1) - self.layout.segment(q, p) < 1 << 32);
+        let mut built: Vec<u32> = Vec::new();
+        let mut skipped = 0u64;
         let mut m0 = 0u64;
         while m0 < nd {
+            if m0.is_multiple_of(st.skip) {
+                let unit = (m0 / st.skip) as usize;
+                if build {
+                    built
+                        .extend((0..k).map(|q| (pos[q] - self.layout.segment(q as u32, p)) as u32));
+                }
+                let end = (m0 + st.skip).min(nd);
+                if let Some(t) = table.filter(|_| !any_needed(&job.needed, m0, end)) {
+                    // Nothing to write here: the pending runs end, the positions
+                    // jump to the next unit's.
+                    for (q, run) in pending.iter_mut().enumerate() {
+                        flush(q, run)?;
+                        tail[q].clear();
+                    }
+                    let next = &t[(unit + 1) * k..(unit + 2) * k];
+                    for (q, x) in pos.iter_mut().enumerate() {
+                        *x = self.layout.segment(q as u32, p) + next[q] as u64;
+                    }
+                    m0 = end;
+                    skipped += 1;
+                    continue;
+                }
+            }
             let c = (nd - m0).min(MASK_CHUNK);
             let masks: Vec<u64> = self.layout.read(Part::Mirrors, p as usize, 8 * m0, c)?;
             for (j, &mask) in masks.iter().enumerate() {
@@ -102,6 +133,10 @@ impl ExternalEngine<'_> {
         for (q, run) in pending.iter_mut().enumerate() {
             flush(q, run)?;
         }
+        if build {
+            built.extend((0..k).map(|q| (pos[q] - self.layout.segment(q as u32, p)) as u32));
+            let _ = st.skip_pos[p as usize].set(built);
+        }
         for (q, &end) in pos.iter().enumerate() {
             if end != self.layout.segment(q as u32, p + 1) {
                 return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
@@ -120,9 +155,24 @@ impl ExternalEngine<'_> {
         Ok(MirrorDone {
             bytes,
             writes,
+            skipped,
             seconds: t.elapsed().as_secs_f64(),
         })
     }
+}
+
+/// Whether any bit of `needed` in `a..b` is set.
+fn any_needed(needed: &[u64], a: u64, b: u64) -> bool {
+    if a >= b {
+        return false;
+    }
+    let (wa, wb) = ((a / 64) as usize, ((b - 1) / 64) as usize);
+    (wa..=wb).any(|w| {
+        let lo = if w == wa { a % 64 } else { 0 };
+        let hi = if w == wb { (b - 1) % 64 + 1 } else { 64 };
+        let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
+        needed[w] & mask != 0
+    })
 }
 
 /// A partition's mirror update, ready to run beside the next partition: each
@@ -188,11 +238,34 @@ impl MirrorJob {
 pub(super) struct MirrorDone {
     bytes: u64,
     writes: u64,
+    skipped: u64,
     seconds: f64,
 }
 
 pub(super) fn add_mirror(stats: &mut ExternalStats, d: &MirrorDone) {
     stats.mirror_update_bytes += d.bytes;
     stats.mirror_update_writes += d.writes;
+    stats.mirror_units_skipped += d.skipped;
     stats.mirror_update_seconds += d.seconds;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn any_needed_sees_exactly_its_range() {
+        let mut bits = vec![0u64; 4];
+        bits[1] |= 1 << 5; // bit 69
+        for (a, b, want) in [
+            (0, 69, false),
+            (0, 70, true),
+            (69, 70, true),
+            (70, 256, false),
+            (64, 128, true),
+            (0, 0, false),
+            (60, 69, false),
+            (60, 200, true),
+        ] {
+            assert_eq!(super::any_needed(&bits, a, b), want, "{a}..{b}");
+        }
+    }
 }

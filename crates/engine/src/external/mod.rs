@@ -49,12 +49,15 @@
 //!    active); for wide messages, the entries whose message changed in iteration i
 //!    or i - 1 (otherwise slot `i % 2` already holds it).
 //!    Runs of up to 512 unwritten entries between written ones are rewritten
-//!    rather than split into separate writes.
+//!    rather than split into separate writes. A unit of destinations (8192, or
+//!    more so that the table fits 64 KiB) with no entry to write is passed over
+//!    unread: iteration 0's update, which reads every mask, records each
+//!    partition's position at every unit's start.
 //!
 //! # Memory
 //! `--memory` pays: a fixed 8 MiB for the process, K mirror-update buffers (a
 //! sixteenth of the budget shared, 4 to 256 KiB each) with their tails and a
-//! mask chunk, one partition's destination data (the program's
+//! mask chunk, the mirror updates' skip table (at most 64 KiB: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
 //! between 512 KiB and 64 MiB (64 bytes per source entry of a chunk — its record,
@@ -149,6 +152,9 @@ pub struct IterationStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub mirror_bytes: u64,
+    /// The mirror updates' busy time, and what of it the partition loop waited.
+    pub mirror_seconds: f64,
+    pub mirror_wait_seconds: f64,
     pub seconds: f64,
 }
 
@@ -175,6 +181,9 @@ pub struct ExternalStats {
     pub dest_bytes_written: u64,
     pub mirror_update_bytes: u64,
     pub mirror_update_writes: u64,
+    /// Units of destinations (`skip` in the plan) a mirror update passed over
+    /// unread, none of their mirror entries needing a write.
+    pub mirror_units_skipped: u64,
     pub mirror_update_seconds: f64,
     /// Of `mirror_update_seconds`, the time the partition loop waited for
     /// mirror updates (the initial ones, and each one still running when the
@@ -346,6 +355,8 @@ impl<'s> ExternalEngine<'s> {
                 [AtomicBitmap::new(b), AtomicBitmap::new(b)]
             })
             .collect();
+        let skip_pos: Vec<std::sync::OnceLock<Vec<u32>>> =
+            (0..k).map(|_| std::sync::OnceLock::new()).collect();
         let st = Scratch {
             dests: &dests_file,
             mirrors: &mirror_file,
@@ -353,6 +364,8 @@ impl<'s> ExternalEngine<'s> {
             mirror_base: &mirror_base,
             block_off: &block_off,
             touched: &touched,
+            skip_pos: &skip_pos,
+            skip: plan::skip_chunk(rec.dests.iter().sum(), k as u64),
         };
 
         // Iteration 0: initial values, both mirror slots written in full.
@@ -395,6 +408,10 @@ impl<'s> ExternalEngine<'s> {
             let ti = Instant::now();
             let s0 = self.store.stats().snapshot();
             let m0 = self.stats.mirror_update_bytes;
+            let (ms0, mw0) = (
+                self.stats.mirror_update_seconds,
+                self.stats.mirror_wait_seconds,
+            );
             let e0 = self.stats.edges_processed;
             self.observer.iteration(it, k, active_total);
             globals.iteration = it;
@@ -448,6 +465,8 @@ impl<'s> ExternalEngine<'s> {
                 bytes_read: d.bytes_read,
                 bytes_written: d.bytes_written,
                 mirror_bytes: self.stats.mirror_update_bytes - m0,
+                mirror_seconds: self.stats.mirror_update_seconds - ms0,
+                mirror_wait_seconds: self.stats.mirror_wait_seconds - mw0,
                 seconds: ti.elapsed().as_secs_f64(),
             });
             globals.prev = agg.total();
@@ -772,6 +791,12 @@ struct Scratch<'a> {
     /// Blocks of each partition's slot 0 and 1 that received, since the slot was
     /// last cleared, an entry of a narrow program that reads as active next.
     touched: &'a [[AtomicBitmap; 2]],
+    /// Per partition p, built by iteration 0's mirror update: at the start of
+    /// every unit of `skip` destinations, each partition's position in p's
+    /// segment of its source table (`[unit][q]`, relative to the segment), so a
+    /// later update can pass over a unit with nothing to write unread.
+    skip_pos: &'a [std::sync::OnceLock<Vec<u32>>],
+    skip: u64,
 }
 
 impl Scratch<'_> {

@@ -13,6 +13,21 @@ pub(super) const MBLOCK: u64 = 4096;
 /// Destinations whose mirror masks are read at a time.
 pub(super) const MASK_CHUNK: u64 = 1 << 13;
 
+/// The most the mirror updates' skip table may take ([`skip_chunk`]).
+pub(super) const SKIP_TABLE_BYTES: u64 = 64 << 10;
+
+/// Destinations per unit a mirror update may skip unread: the smallest
+/// multiple of [`MASK_CHUNK`] by a power of two whose table of mirror positions
+/// (one u32 per partition at every unit's start, `(n / unit + k) x k x 4`
+/// bytes) fits [`SKIP_TABLE_BYTES`].
+pub(super) fn skip_chunk(vertices: u64, partitions: u64) -> u64 {
+    let mut g = MASK_CHUNK;
+    while (vertices / g + partitions + 1) * partitions * 4 > SKIP_TABLE_BYTES && g < 1 << 40 {
+        g *= 2;
+    }
+    g
+}
+
 /// Fixed allowance for the process (code, stacks, small tables).
 pub const FIXED_BYTES: u64 = 8 << 20;
 /// Mirror-update buffer per partition: a sixteenth of the budget shared by the
@@ -41,7 +56,8 @@ pub fn plan(
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
-    let fixed = FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8;
+    let fixed =
+        FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8 + SKIP_TABLE_BYTES;
     // Per destination: the program's bytes, one more accumulator per extra thread,
     // and two mirror jobs (this partition's and the previous one's, in flight:
     // 8 bytes and a bit each).

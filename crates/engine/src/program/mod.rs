@@ -117,6 +117,12 @@ pub trait EdgeProgram: Sync {
     fn uses_degrees(&self) -> bool {
         true
     }
+    /// `message` only reads a field of the value (or its bits): engines that
+    /// hold every value in memory may call it at each edge instead of keeping
+    /// an array of messages.
+    fn message_from_value(&self) -> bool {
+        false
+    }
     /// Bytes per destination the engine holds besides `V`: the accumulator (8),
     /// two epochs (8) and the out-degree (4).
     fn bytes_per_vertex(&self) -> u64 {

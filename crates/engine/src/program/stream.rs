@@ -8,8 +8,10 @@
 //!   source from its target, and streams every edge again after an iteration
 //!   that changed a value (a label must reach sources that are not active).
 //! * Every other program is synchronous: the active sources' messages are
-//!   computed before the pass into an array (`messages`, 8 bytes a vertex), the
-//!   pass combines contributions into `sums` (8 bytes, atomic `combine`), then a
+//!   computed before the pass into an array (`messages`, 8 bytes a vertex; or,
+//!   for [`EdgeProgram::message_from_value`] programs, read from the value at
+//!   each edge), the pass combines contributions into `sums` (8 bytes, atomic
+//!   `combine`), then a
 //!   vertex pass applies them, adds the aggregates in vertex order (compensated,
 //!   chunk by chunk, so every thread count gives the same totals) and computes
 //!   the next messages. No edge function activates, so no block is re-entered:
@@ -60,7 +62,9 @@ pub fn stream_bytes_per_vertex<P: EdgeProgram>(prog: &P) -> u64 {
     if prog.relaxes() {
         v
     } else {
-        v + 16 + if prog.uses_degrees() { 4 } else { 0 }
+        v + 8
+            + if prog.message_from_value() { 0 } else { 8 }
+            + if prog.uses_degrees() { 4 } else { 0 }
     }
 }
 
@@ -118,106 +122,114 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
     let deg = if prog.uses_degrees() {
         let mut d = e.alloc::<u32>("out-degree", 0)?;
         e.store().degrees_into("out", &mut d)?;
-        d
+        Some(d)
     } else {
-        VertexArray::from_vec(vec![0; e.vertices() as usize])
+        None
     };
     let mut vals = e.alloc::<P::V>(prog.name(), bytemuck::Zeroable::zeroed())?;
-    let mut msgs = e.alloc::<u64>("messages", 0)?;
-    let mut sums = e.alloc::<u64>("sums", 0)?;
-    let all = prog.all_active();
-    let refused = Refused::default();
-
-    // Initial values, their aggregates and the first messages.
-    let parts: Vec<(Sums, u64)> = {
-        let (vals, msgs, sums, deg) = (&mut vals[..], &mut msgs[..], &mut sums[..], &deg[..]);
-        let (eng, id) = (&*e, prog.identity());
-        e.pool().install(|| {
-            vals.par_chunks_mut(CHUNK)
-                .zip(msgs.par_chunks_mut(CHUNK))
-                .zip(sums.par_chunks_mut(CHUNK))
-                .enumerate()
-                .map(|(c, ((vs, ms), ss))| {
-                    let v0 = c * CHUNK;
-                    let mut s = Sums::default();
-                    let mut count = 0u64;
-                    for i in 0..vs.len() {
-                        let v = (v0 + i) as u32;
-                        let mut one: Aggregates = [0.0; 4];
-                        let (x, a) = prog.init(v, deg[v0 + i], &mut one);
-                        s.add(&one);
-                        vs[i] = x;
-                        // Written here, in order: the pass would otherwise fault
-                        // the (lazily zeroed) pages in at random.
-                        ss[i] = id;
-                        if a || all {
-                            ms[i] = prog.message(&vs[i], deg[v0 + i]);
-                            count += 1;
-                            if !all {
-                                eng.activate(v);
-                            }
-                        }
-                    }
-                    (s, count)
-                })
-                .collect()
-        })
+    let msgs = if prog.message_from_value() {
+        None
+    } else {
+        Some(e.alloc::<u64>("messages", 0)?)
     };
-    let (prev, mut active) = merge(e, all, &parts);
+    let mut sums = e.alloc::<u64>("sums", 0)?;
+    let refused = Refused::default();
+    let d = |u: u32| deg.as_ref().map_or(0, |d| d[u as usize]);
+
+    let (prev, mut active) = vertex_pass(e, prog, &mut vals, &mut sums, &msgs, &deg, None);
     let mut g = Globals { iteration: 0, prev };
     let mut done = 0u64;
     while prog.proceed(done, &g.prev, active) {
         g.iteration = done + 1;
         {
-            let (m, s) = (msgs.atomic(), sums.atomic());
-            e.exec_ahead(
-                Mode::Multi,
-                |v| prefetch(s, v),
-                |_, u, v, w| match prog.edge(m[u as usize].load(Relaxed), u, w) {
-                    Some(c) => combine_atomic(prog, &s[v as usize], c),
-                    None => refused.record(u, v, w),
-                },
-            )?;
+            let s = sums.atomic();
+            let edge = |u: u32, v: u32, w: f32, m: u64| match prog.edge(m, u, w) {
+                Some(c) => combine_atomic(prog, &s[v as usize], c),
+                None => refused.record(u, v, w),
+            };
+            match &msgs {
+                Some(m) => {
+                    let m = m.atomic();
+                    e.exec_ahead(
+                        Mode::Multi,
+                        |v| prefetch(s, v),
+                        |_, u, v, w| edge(u, v, w, m[u as usize].load(Relaxed)),
+                    )?
+                }
+                None => {
+                    let vals = &vals;
+                    e.exec_ahead(
+                        Mode::Multi,
+                        |v| prefetch(s, v),
+                        |_, u, v, w| edge(u, v, w, prog.message(&vals[u as usize], d(u))),
+                    )?
+                }
+            };
         }
         refused.check(prog.name())?;
         done += 1;
-        // Apply, aggregate, and the next messages.
-        let id = prog.identity();
-        let parts: Vec<(Sums, u64)> = {
-            let (vals, msgs, sums, deg) = (&mut vals[..], &mut msgs[..], &mut sums[..], &deg[..]);
-            let (g, eng) = (&g, &*e);
-            e.pool().install(|| {
-                vals.par_chunks_mut(CHUNK)
-                    .zip(msgs.par_chunks_mut(CHUNK))
-                    .zip(sums.par_chunks_mut(CHUNK))
-                    .enumerate()
-                    .map(|(c, ((vs, ms), ss))| {
-                        let v0 = c * CHUNK;
-                        let mut s = Sums::default();
-                        let mut count = 0u64;
-                        for i in 0..vs.len() {
-                            let mut one: Aggregates = [0.0; 4];
-                            let a = prog.apply(g, &mut vs[i], ss[i], deg[v0 + i], &mut one);
-                            s.add(&one);
-                            ss[i] = id;
-                            if a || all {
-                                ms[i] = prog.message(&vs[i], deg[v0 + i]);
-                                count += 1;
-                                if !all {
-                                    eng.activate((v0 + i) as u32);
-                                }
-                            }
-                        }
-                        (s, count)
-                    })
-                    .collect()
-            })
-        };
-        (g.prev, active) = merge(e, all, &parts);
+        (g.prev, active) = vertex_pass(e, prog, &mut vals, &mut sums, &msgs, &deg, Some(&g));
     }
     e.program_iterations = done;
     drop((msgs, sums, deg));
     Ok(vals.map_into(|x| prog.output(x)))
+}
+
+/// One parallel pass over the vertices: `init` (without `g`) or `apply` (with
+/// the iteration's globals); the sums reset to the identity (written in order,
+/// so the edge pass does not fault lazily zeroed pages in at random); the
+/// messages of the active vertices computed (when the program keeps them) and
+/// the vertices made active. Returns the aggregates, added chunk by chunk in
+/// vertex order, and the active count.
+fn vertex_pass<P: EdgeProgram>(
+    e: &StreamEngine,
+    prog: &P,
+    vals: &mut [P::V],
+    sums: &mut [u64],
+    msgs: &Option<VertexArray<u64>>,
+    deg: &Option<VertexArray<u32>>,
+    g: Option<&Globals>,
+) -> (Aggregates, u64) {
+    let all = prog.all_active();
+    let id = prog.identity();
+    let msgs = msgs.as_ref().map(|m| m.atomic());
+    let d = |v: usize| deg.as_ref().map_or(0, |d| d[v]);
+    let parts: Vec<(Sums, u64)> = e.pool().install(|| {
+        vals.par_chunks_mut(CHUNK)
+            .zip(sums.par_chunks_mut(CHUNK))
+            .enumerate()
+            .map(|(c, (vs, ss))| {
+                let v0 = c * CHUNK;
+                let mut s = Sums::default();
+                let mut count = 0u64;
+                for i in 0..vs.len() {
+                    let v = v0 + i;
+                    let mut one: Aggregates = [0.0; 4];
+                    let act = match g {
+                        Some(g) => prog.apply(g, &mut vs[i], ss[i], d(v), &mut one),
+                        None => {
+                            let (x, act) = prog.init(v as u32, d(v), &mut one);
+                            vs[i] = x;
+                            act
+                        }
+                    };
+                    s.add(&one);
+                    ss[i] = id;
+                    if act || all {
+                        if let Some(m) = msgs {
+                            m[v].store(prog.message(&vs[i], d(v)), Relaxed);
+                        }
+                        count += 1;
+                        if !all {
+                            e.activate(v as u32);
+                        }
+                    }
+                }
+                (s, count)
+            })
+            .collect()
+    });
+    merge(e, all, &parts)
 }
 
 /// The chunks' aggregates added in chunk order, and the active vertices counted
