@@ -296,10 +296,11 @@ fn a_value_held_for_an_iteration_is_still_sent_fresh() {
 }
 
 /// Mirror updates pass over whole units of destinations (8192 and more) with
-/// nothing to write, jumping to positions recorded in iteration 0: on a grid
-/// large enough for several units per partition, where a BFS wavefront
-/// activates few of them per level, the answers still equal the streaming
-/// engine's, and units were skipped.
+/// nothing to write, jumping to positions recorded in iteration 0, and a
+/// partition whose messages reach at most half its blocks of destinations reads,
+/// applies and writes back only those: on a grid large enough for several units
+/// per partition, where a BFS wavefront activates few of them per level, the
+/// answers still equal the streaming engine's, and both happened.
 #[test]
 fn mirror_updates_skip_quiet_units_and_agree() {
     let dir = tempfile::tempdir().unwrap();

@@ -96,6 +96,7 @@ impl ExternalEngine<'_> {
                 }
                 let r = job.recs[i];
                 let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
+                let known = job.known.as_ref().is_none_or(|k| k[i / super::BLOCK]);
                 let mut bits = mask;
                 while bits != 0 {
                     let q = bits.trailing_zeros() as usize;
@@ -121,7 +122,9 @@ impl ExternalEngine<'_> {
                         }
                     } else if !pending[q].1.is_empty() {
                         tail[q].push(r);
-                        if tail[q].len() > MIRROR_GAP {
+                        // An entry whose value was not read (sparse destinations)
+                        // cannot be rewritten in between: the run ends before it.
+                        if tail[q].len() > MIRROR_GAP || !known {
                             flush(q, &mut pending[q])?;
                             tail[q].clear();
                         }
@@ -183,6 +186,9 @@ pub(super) struct MirrorJob {
     narrow: bool,
     recs: Vec<MirrorRec>,
     needed: Vec<u64>,
+    /// Per block of [`super::BLOCK`] destinations, whether its values were read
+    /// (all when `None`); entries of other blocks are never written.
+    pub(super) known: Option<Vec<bool>>,
 }
 
 impl MirrorJob {
@@ -194,6 +200,7 @@ impl MirrorJob {
             narrow: false,
             recs: Vec::new(),
             needed: Vec::new(),
+            known: None,
         }
     }
     pub(super) fn new<P: EdgeProgram>(
@@ -230,6 +237,7 @@ impl MirrorJob {
             narrow,
             recs,
             needed,
+            known: None,
         }
     }
 }

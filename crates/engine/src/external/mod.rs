@@ -37,6 +37,9 @@
 //!    reached the partition and the program says `apply` then changes nothing
 //!    ([`EdgeProgram::idle_without_messages`]: bfs, sssp, wcc-lp), when its
 //!    destinations are neither read nor written and it has no mirror update;
+//!    and when messages reached at most half its blocks of 4096 destinations,
+//!    only those blocks are read, applied and written back (the mirror update
+//!    then never rewrites an entry of another block as a gap filler);
 //! 4. mirror updates (§4.3, Figure 6), on a thread of their own while the next
 //!    partition is processed (they write slot `i % 2`, which iteration i does not
 //!    read; one in flight at a time): the destinations' masks are streamed and
@@ -184,6 +187,9 @@ pub struct ExternalStats {
     /// Units of destinations (`skip` in the plan) a mirror update passed over
     /// unread, none of their mirror entries needing a write.
     pub mirror_units_skipped: u64,
+    /// Partition applies that read, applied and wrote back only the blocks of
+    /// destinations a message reached (at most half of them).
+    pub sparse_applies: u64,
     pub mirror_update_seconds: f64,
     /// Of `mirror_update_seconds`, the time the partition loop waited for
     /// mirror updates (the initial ones, and each one still running when the
@@ -703,14 +709,8 @@ impl<'s> ExternalEngine<'s> {
             stats.partitions_idle += 1;
             return Ok((0, active_sources, MirrorJob::idle(q, it)));
         }
-        let tio = Instant::now();
-        let (mut vals, mut eps) = st.read_dests::<P::V>(q, nd)?;
-        let degs: Vec<u32> = self.layout.read(Part::Dests, qu, 4 * nd, nd)?;
-        stats.dest_bytes_read += nd * (std::mem::size_of::<P::V>() as u64 + 12);
-        stats.io_seconds += tio.elapsed().as_secs_f64();
         // The threads' accumulators, combined in thread order.
         let tc = Instant::now();
-        const BLOCK: usize = 4096;
         let (first, rest) = accs.split_at_mut(1);
         let acc = &mut first[0];
         if !rest.is_empty() {
@@ -725,15 +725,70 @@ impl<'s> ExternalEngine<'s> {
                 })
             });
         }
+        // Sparse destinations: when `apply` without a message changes nothing and
+        // at most half the blocks received one, only those blocks are read,
+        // applied and written back.
+        let hit: Option<Vec<bool>> = if prog.idle_without_messages() {
+            let id = prog.identity();
+            let hit: Vec<bool> = self.pool.install(|| {
+                acc.par_chunks(BLOCK)
+                    .map(|a| a.iter().any(|&x| x != id))
+                    .collect()
+            });
+            (hit.iter().filter(|&&h| h).count() * 2 <= hit.len()).then_some(hit)
+        } else {
+            None
+        };
+        stats.compute_seconds += tc.elapsed().as_secs_f64();
+        let tio = Instant::now();
+        let vsize = std::mem::size_of::<P::V>() as u64;
+        let (mut vals, mut eps, degs) = match &hit {
+            None => {
+                let (vals, eps) = st.read_dests::<P::V>(q, nd)?;
+                let degs: Vec<u32> = self.layout.read(Part::Dests, qu, 4 * nd, nd)?;
+                stats.dest_bytes_read += nd * (vsize + 12);
+                (vals, eps, degs)
+            }
+            Some(hit) => {
+                stats.sparse_applies += 1;
+                let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
+                let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
+                let mut degs: Vec<u32> = vec![0; nd as usize];
+                for r in block_runs(hit, nd as usize) {
+                    st.read_dest_range(
+                        q,
+                        nd,
+                        r.start as u64,
+                        &mut vals[r.clone()],
+                        &mut eps[r.clone()],
+                    )?;
+                    let d: Vec<u32> = self.layout.read(
+                        Part::Dests,
+                        qu,
+                        4 * (nd + r.start as u64),
+                        r.len() as u64,
+                    )?;
+                    degs[r.clone()].copy_from_slice(&d);
+                    stats.dest_bytes_read += r.len() as u64 * (vsize + 12);
+                }
+                (vals, eps, degs)
+            }
+        };
+        stats.io_seconds += tio.elapsed().as_secs_f64();
         // Apply, in fixed blocks so the aggregates add up in the same order always.
+        let tc = Instant::now();
         let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
                 .zip(acc.par_chunks(BLOCK))
                 .zip(degs.par_chunks(BLOCK))
-                .map(|(((v, e), a), d)| {
+                .enumerate()
+                .map(|(b, (((v, e), a), d))| {
                     let mut ag = Sums::default();
                     let mut n_act = 0u64;
+                    if hit.as_ref().is_some_and(|h| !h[b]) {
+                        return (n_act, ag);
+                    }
                     for i in 0..v.len() {
                         let before = prog.message(&v[i], d[i]);
                         let mut one: Aggregates = [0.0; 4];
@@ -763,10 +818,21 @@ impl<'s> ExternalEngine<'s> {
         }
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
-        st.write_dests(q, &vals, &eps)?;
-        stats.dest_bytes_written += nd * (std::mem::size_of::<P::V>() as u64 + 8);
+        match &hit {
+            None => {
+                st.write_dests(q, &vals, &eps)?;
+                stats.dest_bytes_written += nd * (vsize + 8);
+            }
+            Some(hit) => {
+                for r in block_runs(hit, nd as usize) {
+                    st.write_dest_range(q, nd, r.start as u64, &vals[r.clone()], &eps[r.clone()])?;
+                    stats.dest_bytes_written += r.len() as u64 * (vsize + 8);
+                }
+            }
+        }
         stats.io_seconds += tio.elapsed().as_secs_f64();
-        let job = MirrorJob::new(prog, q, it, &vals, &eps, &degs);
+        let mut job = MirrorJob::new(prog, q, it, &vals, &eps, &degs);
+        job.known = hit;
         Ok((active, active_sources, job))
     }
 }
@@ -807,6 +873,36 @@ impl Scratch<'_> {
         self.dests.write_pod(b + vb, eps)?;
         Ok(())
     }
+    /// Destinations `i0..i0 + vals.len()` of partition q (of `n`).
+    fn read_dest_range<V: bytemuck::Pod>(
+        &self,
+        q: u32,
+        n: u64,
+        i0: u64,
+        vals: &mut [V],
+        eps: &mut [Epochs],
+    ) -> Result<()> {
+        let b = self.dest_base[q as usize];
+        let vs = std::mem::size_of::<V>() as u64;
+        self.dests.read_pod(b + i0 * vs, vals)?;
+        self.dests.read_pod(b + n * vs + i0 * 8, eps)?;
+        Ok(())
+    }
+    /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`).
+    fn write_dest_range<V: bytemuck::Pod>(
+        &self,
+        q: u32,
+        n: u64,
+        i0: u64,
+        vals: &[V],
+        eps: &[Epochs],
+    ) -> Result<()> {
+        let b = self.dest_base[q as usize];
+        let vs = std::mem::size_of::<V>() as u64;
+        self.dests.write_pod(b + i0 * vs, vals)?;
+        self.dests.write_pod(b + n * vs + i0 * 8, eps)?;
+        Ok(())
+    }
     fn read_dests<V: bytemuck::Pod>(&self, q: u32, n: u64) -> Result<(Vec<V>, Vec<Epochs>)> {
         let b = self.dest_base[q as usize];
         let mut vals: Vec<V> = vec![V::zeroed(); n as usize];
@@ -816,6 +912,22 @@ impl Scratch<'_> {
             .read_pod(b + n * std::mem::size_of::<V>() as u64, &mut eps)?;
         Ok((vals, eps))
     }
+}
+
+/// Destinations per block of the apply step (the unit of sparse reads).
+const BLOCK: usize = 4096;
+
+/// The destination ranges of the runs of consecutive blocks set in `hit`.
+fn block_runs(hit: &[bool], n: usize) -> Vec<std::ops::Range<usize>> {
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    for (b, _) in hit.iter().enumerate().filter(|(_, &h)| h) {
+        let r = b * BLOCK..((b + 1) * BLOCK).min(n);
+        match runs.last_mut() {
+            Some(last) if last.end == r.start => last.end = r.end,
+            _ => runs.push(r),
+        }
+    }
+    runs
 }
 
 /// A window of edge records read from a partition's edge file.
