@@ -80,6 +80,24 @@ pub fn program_job<P: EdgeProgram + Send + 'static>(
     }
 }
 
+/// `f(v, w)` for every target of a run (weight 1 when the run has none).
+#[inline(always)]
+fn each_edge(dsts: &[u32], ws: Option<&[f32]>, mut f: impl FnMut(u32, f32)) {
+    match ws {
+        Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| f(v, w)),
+        None => dsts.iter().for_each(|&v| f(v, 1.0)),
+    }
+}
+
+/// The job's error when the program refused an edge this iteration.
+fn refusal<P: EdgeProgram>(
+    r: &Refused,
+    p: &P,
+    describe: &DescribeRefusal,
+) -> std::result::Result<(), String> {
+    r.check(p.name()).map_err(|e| describe(&e))
+}
+
 struct RelaxJob<P, W: Word> {
     prog: P,
     words: VertexArray<W>,
@@ -137,19 +155,14 @@ impl<P: EdgeProgram + Send, W: Word> Job for RelaxJob<P, W> {
                 relax::relax::<P, W>(p, a, mv, v, u, w, activate);
             }
         };
-        match ws {
-            Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| one(v, w)),
-            None => dsts.iter().for_each(|&v| one(v, 1.0)),
-        }
+        each_edge(dsts, ws, one);
     }
     fn end_iteration(
         &mut self,
         iteration: u64,
         next: &AtomicBitmap,
     ) -> std::result::Result<bool, String> {
-        self.refused
-            .check(self.prog.name())
-            .map_err(|e| (self.describe)(&e))?;
+        refusal(&self.refused, &self.prog, &self.describe)?;
         let mut active = next.count();
         // A label must also reach sources that are not active: every edge again
         // after an iteration that changed one.
@@ -261,10 +274,7 @@ impl<P: EdgeProgram + Send> Job for SyncJob<P> {
             Some(c) => combine_atomic(p, &s[v as usize], c),
             None => self.refused.record(u, v, w),
         };
-        match ws {
-            Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| one(v, w)),
-            None => dsts.iter().for_each(|&v| one(v, 1.0)),
-        }
+        each_edge(dsts, ws, one);
     }
     fn task(&self, ctx: &JobCtx, t: &Task) -> u64 {
         let (p, s) = (&self.prog, self.sums.atomic());
@@ -286,10 +296,7 @@ impl<P: EdgeProgram + Send> Job for SyncJob<P> {
                     }
                     None => self.refused.record(u, v, w),
                 };
-                match ws {
-                    Some(ws) => dsts.iter().zip(ws).for_each(|(&v, &w)| one(v, w)),
-                    None => dsts.iter().for_each(|&v| one(v, 1.0)),
-                }
+                each_edge(dsts, ws, one);
             },
         )
     }
@@ -298,9 +305,7 @@ impl<P: EdgeProgram + Send> Job for SyncJob<P> {
         iteration: u64,
         next: &AtomicBitmap,
     ) -> std::result::Result<bool, String> {
-        self.refused
-            .check(self.prog.name())
-            .map_err(|e| (self.describe)(&e))?;
+        refusal(&self.refused, &self.prog, &self.describe)?;
         self.globals.iteration = iteration;
         // What the edge functions activated does not count: apply decides.
         next.clear_all();
