@@ -105,16 +105,31 @@ impl Algo {
 /// Bytes per vertex of the vertex arrays `algo` allocates on the streaming engine
 /// (beyond the engine's bitmaps), so a caller can tell whether they fit a budget.
 pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
+    use outcore_engine::stream_bytes_per_vertex as program;
+    use programs::*;
+    // The edge programs' own figures (their parameters change no array).
+    let (root, cap, n, damping) = (0, None, 1, 0.85);
     match algo {
-        Algo::Bfs | Algo::Sssp => 8,
-        Algo::Wcc | Algo::WccLp | Algo::Mis => 4,
+        Algo::Bfs => program(&Bfs { root, cap }),
+        Algo::Sssp => program(&Sssp { root, cap }),
+        Algo::WccLp => program(&WccLp {
+            cap,
+            both_directions: false,
+        }),
+        Algo::PageRank => program(&PageRank {
+            n,
+            damping,
+            iterations: 1,
+        }),
+        Algo::PageRankDelta => program(&PageRankDelta {
+            n,
+            damping,
+            tolerance: 0.0,
+            cap,
+        }),
+        Algo::Spmv => program(&Spmv { iterations: 1 }),
+        Algo::Wcc | Algo::Mis => 4,
         Algo::MisLuby => 8,
-        // Synchronous edge programs: the value, sums (8), messages (8, unless
-        // read from the value) and out-degrees (4, when used); see
-        // outcore_engine::stream_bytes_per_vertex.
-        Algo::PageRank => 28,
-        Algo::Spmv => 16,
-        Algo::PageRankDelta => 44,
     }
 }
 

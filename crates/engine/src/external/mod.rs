@@ -70,6 +70,9 @@
 
 mod mirror;
 mod plan;
+mod scratch;
+
+use scratch::{block_runs, Scratch, BLOCK};
 
 use crate::error::{EngineError, Result};
 use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
@@ -845,89 +848,6 @@ impl crate::program::ProgramRunner for ExternalEngine<'_> {
     fn iterations(&self) -> u64 {
         self.stats.iterations
     }
-}
-
-struct Scratch<'a> {
-    dests: &'a ScratchFile,
-    mirrors: &'a ScratchFile,
-    dest_base: &'a [u64],
-    mirror_base: &'a [u64],
-    /// Edge offset of each block of each source table (and the table's edges).
-    block_off: &'a [Vec<u64>],
-    /// Blocks of each partition's slot 0 and 1 that received, since the slot was
-    /// last cleared, an entry of a narrow program that reads as active next.
-    touched: &'a [[AtomicBitmap; 2]],
-    /// Per partition p, built by iteration 0's mirror update: at the start of
-    /// every unit of `skip` destinations, each partition's position in p's
-    /// segment of its source table (`[unit][q]`, relative to the segment), so a
-    /// later update can pass over a unit with nothing to write unread.
-    skip_pos: &'a [std::sync::OnceLock<Vec<u32>>],
-    skip: u64,
-}
-
-impl Scratch<'_> {
-    fn write_dests<V: bytemuck::Pod>(&self, q: u32, vals: &[V], eps: &[Epochs]) -> Result<()> {
-        let b = self.dest_base[q as usize];
-        let vb = std::mem::size_of_val(vals) as u64;
-        self.dests.write_pod(b, vals)?;
-        self.dests.write_pod(b + vb, eps)?;
-        Ok(())
-    }
-    /// Destinations `i0..i0 + vals.len()` of partition q (of `n`).
-    fn read_dest_range<V: bytemuck::Pod>(
-        &self,
-        q: u32,
-        n: u64,
-        i0: u64,
-        vals: &mut [V],
-        eps: &mut [Epochs],
-    ) -> Result<()> {
-        let b = self.dest_base[q as usize];
-        let vs = std::mem::size_of::<V>() as u64;
-        self.dests.read_pod(b + i0 * vs, vals)?;
-        self.dests.read_pod(b + n * vs + i0 * 8, eps)?;
-        Ok(())
-    }
-    /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`).
-    fn write_dest_range<V: bytemuck::Pod>(
-        &self,
-        q: u32,
-        n: u64,
-        i0: u64,
-        vals: &[V],
-        eps: &[Epochs],
-    ) -> Result<()> {
-        let b = self.dest_base[q as usize];
-        let vs = std::mem::size_of::<V>() as u64;
-        self.dests.write_pod(b + i0 * vs, vals)?;
-        self.dests.write_pod(b + n * vs + i0 * 8, eps)?;
-        Ok(())
-    }
-    fn read_dests<V: bytemuck::Pod>(&self, q: u32, n: u64) -> Result<(Vec<V>, Vec<Epochs>)> {
-        let b = self.dest_base[q as usize];
-        let mut vals: Vec<V> = vec![V::zeroed(); n as usize];
-        let mut eps: Vec<Epochs> = vec![[0; 2]; n as usize];
-        self.dests.read_pod(b, &mut vals)?;
-        self.dests
-            .read_pod(b + n * std::mem::size_of::<V>() as u64, &mut eps)?;
-        Ok((vals, eps))
-    }
-}
-
-/// Destinations per block of the apply step (the unit of sparse reads).
-const BLOCK: usize = 4096;
-
-/// The destination ranges of the runs of consecutive blocks set in `hit`.
-fn block_runs(hit: &[bool], n: usize) -> Vec<std::ops::Range<usize>> {
-    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
-    for (b, _) in hit.iter().enumerate().filter(|(_, &h)| h) {
-        let r = b * BLOCK..((b + 1) * BLOCK).min(n);
-        match runs.last_mut() {
-            Some(last) if last.end == r.start => last.end = r.end,
-            _ => runs.push(r),
-        }
-    }
-    runs
 }
 
 /// A window of edge records read from a partition's edge file.

@@ -13,8 +13,8 @@
 //!   vertex order and computes the next messages.
 
 use super::relax::{self, Refused, Word};
-use super::stream::combine_atomic;
-use super::{set_word, word, Aggregates, EdgeProgram, Globals, Sums};
+use super::sync::{combine_atomic, vertex_pass, CHUNK};
+use super::{set_word, word, Aggregates, EdgeProgram, Globals};
 use crate::error::{EngineError, Result};
 use crate::jobs::{Job, JobCtx, Task};
 use crate::stream::{prefetch, prefetch_each};
@@ -22,9 +22,6 @@ use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
-
-/// Vertices per chunk of the vertex passes (the unit aggregates are summed by).
-const CHUNK: usize = 1 << 14;
 
 /// A job running an edge program, which hands back its result at the end.
 pub trait ProgramJob<Out: bytemuck::Pod>: Job {
@@ -198,50 +195,26 @@ struct SyncJob<P: EdgeProgram> {
 }
 
 impl<P: EdgeProgram> SyncJob<P> {
-    /// One parallel pass over the vertices: `apply` first (after an iteration),
-    /// then the sums cleared and the messages of the active vertices computed,
-    /// which are set in `active`. Returns the aggregates added in vertex order
-    /// and the number of active vertices.
+    /// [`vertex_pass`] (`apply` after an iteration, else `init`), its active
+    /// vertices set in `active`.
     fn pass(&mut self, apply: bool, active: &AtomicBitmap) -> (Aggregates, u64) {
-        let (prog, g, deg) = (&self.prog, &self.globals, &self.deg[..]);
-        let all = prog.all_active();
-        let id = prog.identity();
-        let parts: Vec<(Sums, u64)> = self
-            .vals
-            .par_chunks_mut(CHUNK)
-            .zip(self.msgs.par_chunks_mut(CHUNK))
-            .zip(self.sums.par_chunks_mut(CHUNK))
-            .enumerate()
-            .map(|(c, ((vs, ms), ss))| {
-                let v0 = c * CHUNK;
-                let mut s = Sums::default();
-                let mut count = 0u64;
-                for i in 0..vs.len() {
-                    let v = (v0 + i) as u32;
-                    let mut one: Aggregates = [0.0; 4];
-                    let act = if apply {
-                        prog.apply(g, &mut vs[i], ss[i], deg[v0 + i], &mut one)
-                    } else {
-                        let (x, act) = prog.init(v, deg[v0 + i], &mut one);
-                        vs[i] = x;
-                        act
-                    };
-                    s.add(&one);
-                    ss[i] = id;
-                    if act || all {
-                        ms[i] = prog.message(&vs[i], deg[v0 + i]);
-                        active.set(v);
-                        count += 1;
-                    }
-                }
-                (s, count)
-            })
-            .collect();
-        let mut total = Sums::default();
-        for (s, _) in &parts {
-            total.merge(s);
+        let g = apply.then_some(&self.globals);
+        let (msgs, deg) = (Some(self.msgs.atomic()), Some(&self.deg[..]));
+        let r = vertex_pass(
+            &self.prog,
+            &mut self.vals,
+            &mut self.sums,
+            msgs,
+            deg,
+            g,
+            |v| {
+                active.set(v);
+            },
+        );
+        if self.prog.all_active() {
+            active.set_all();
         }
-        (total.total(), parts.iter().map(|p| p.1).sum())
+        r
     }
 }
 

@@ -30,6 +30,7 @@
 mod jobs;
 pub(crate) mod relax;
 mod stream;
+mod sync;
 mod vertex;
 
 pub use jobs::{program_job, DescribeRefusal, ProgramJob};

@@ -19,15 +19,12 @@
 //!   program uses them ([`EdgeProgram::uses_degrees`]).
 
 use super::relax::{self, Refused, Word};
-use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner, Sums};
+use super::sync::{combine_atomic, vertex_pass};
+use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
 use crate::stream::{prefetch, Mode, StreamEngine};
 use outcore_state::VertexArray;
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-/// Vertices per chunk of the vertex passes (the unit aggregates are summed by).
-const CHUNK: usize = 1 << 14;
+use std::sync::atomic::Ordering::Relaxed;
 
 impl ProgramRunner for StreamEngine<'_> {
     fn run_program<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
@@ -136,7 +133,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
     let refused = Refused::default();
     let d = |u: u32| deg.as_ref().map_or(0, |d| d[u as usize]);
 
-    let (prev, mut active) = vertex_pass(e, prog, &mut vals, &mut sums, &msgs, &deg, None);
+    let (prev, mut active) = pass(e, prog, &mut vals, &mut sums, &msgs, &deg, None);
     let mut g = Globals { iteration: 0, prev };
     let mut done = 0u64;
     while prog.proceed(done, &g.prev, active) {
@@ -168,20 +165,15 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
         }
         refused.check(prog.name())?;
         done += 1;
-        (g.prev, active) = vertex_pass(e, prog, &mut vals, &mut sums, &msgs, &deg, Some(&g));
+        (g.prev, active) = pass(e, prog, &mut vals, &mut sums, &msgs, &deg, Some(&g));
     }
     e.program_iterations = done;
     drop((msgs, sums, deg));
     Ok(vals.map_into(|x| prog.output(x)))
 }
 
-/// One parallel pass over the vertices: `init` (without `g`) or `apply` (with
-/// the iteration's globals); the sums reset to the identity (written in order,
-/// so the edge pass does not fault lazily zeroed pages in at random); the
-/// messages of the active vertices computed (when the program keeps them) and
-/// the vertices made active. Returns the aggregates, added chunk by chunk in
-/// vertex order, and the active count.
-fn vertex_pass<P: EdgeProgram>(
+/// [`vertex_pass`] in the engine's pool, activating on the engine.
+fn pass<P: EdgeProgram>(
     e: &StreamEngine,
     prog: &P,
     vals: &mut [P::V],
@@ -190,74 +182,12 @@ fn vertex_pass<P: EdgeProgram>(
     deg: &Option<VertexArray<u32>>,
     g: Option<&Globals>,
 ) -> (Aggregates, u64) {
-    let all = prog.all_active();
-    let id = prog.identity();
-    let msgs = msgs.as_ref().map(|m| m.atomic());
-    let d = |v: usize| deg.as_ref().map_or(0, |d| d[v]);
-    let parts: Vec<(Sums, u64)> = e.pool().install(|| {
-        vals.par_chunks_mut(CHUNK)
-            .zip(sums.par_chunks_mut(CHUNK))
-            .enumerate()
-            .map(|(c, (vs, ss))| {
-                let v0 = c * CHUNK;
-                let mut s = Sums::default();
-                let mut count = 0u64;
-                for i in 0..vs.len() {
-                    let v = v0 + i;
-                    let mut one: Aggregates = [0.0; 4];
-                    let act = match g {
-                        Some(g) => prog.apply(g, &mut vs[i], ss[i], d(v), &mut one),
-                        None => {
-                            let (x, act) = prog.init(v as u32, d(v), &mut one);
-                            vs[i] = x;
-                            act
-                        }
-                    };
-                    s.add(&one);
-                    ss[i] = id;
-                    if act || all {
-                        if let Some(m) = msgs {
-                            m[v].store(prog.message(&vs[i], d(v)), Relaxed);
-                        }
-                        count += 1;
-                        if !all {
-                            e.activate(v as u32);
-                        }
-                    }
-                }
-                (s, count)
-            })
-            .collect()
-    });
-    merge(e, all, &parts)
-}
-
-/// The chunks' aggregates added in chunk order, and the active vertices counted
-/// (all made active for an all-active program; the others were set by the pass).
-fn merge(e: &StreamEngine, all: bool, parts: &[(Sums, u64)]) -> (Aggregates, u64) {
-    let mut total = Sums::default();
-    for (s, _) in parts {
-        total.merge(s);
-    }
-    if all {
+    let (msgs, deg) = (msgs.as_ref().map(|m| m.atomic()), deg.as_deref());
+    let r = e
+        .pool()
+        .install(|| vertex_pass(prog, vals, sums, msgs, deg, g, |v| e.activate(v)));
+    if prog.all_active() {
         e.activate_all();
     }
-    (total.total(), parts.iter().map(|p| p.1).sum())
-}
-
-/// `combine(*a, x)` stored into `a` (compare-and-swap loop; nothing is written
-/// when the value does not change).
-#[inline(always)]
-pub(crate) fn combine_atomic<P: EdgeProgram>(p: &P, a: &AtomicU64, x: u64) {
-    let mut cur = a.load(Relaxed);
-    loop {
-        let new = p.combine(cur, x);
-        if new == cur {
-            return;
-        }
-        match a.compare_exchange_weak(cur, new, Relaxed, Relaxed) {
-            Ok(_) => return,
-            Err(c) => cur = c,
-        }
-    }
+    r
 }
