@@ -129,16 +129,18 @@ fn check(store: &Store, ks: &[u32]) {
         // The smallest budget the largest partition fits, and a roomy one.
         let eb = if store.weighted() { 8 } else { 4 };
         let tight = outcore_engine::external::min_memory(&rec, 44, eb, 2);
-        for (threads, memory, reads) in [
-            (1, 1 << 30, EdgeReads::Auto),
-            (2, tight, EdgeReads::Whole),
-            (2, 1 << 30, EdgeReads::Selective),
+        // The tight run assembles its result 97 vertices at a time.
+        for (threads, memory, reads, result_window) in [
+            (1, 1 << 30, EdgeReads::Auto, 0),
+            (2, tight, EdgeReads::Whole, 97),
+            (2, 1 << 30, EdgeReads::Selective, 0),
         ] {
             for (algo, p, w) in &want {
                 let cfg = ExternalConfig {
                     memory,
                     threads,
                     edge_reads: reads,
+                    result_window,
                     ..Default::default()
                 };
                 let mut e = ExternalEngine::new(&store, cfg).unwrap();

@@ -357,6 +357,7 @@ pub fn run(
             EdgeReadsArg::Whole => EdgeReads::Whole,
             EdgeReadsArg::Selective => EdgeReads::Selective,
         },
+        result_window: 0,
     };
     let mut engine = ExternalEngine::new(&store, cfg)?;
     let bar = ProgressBar::new(0);

@@ -3,7 +3,7 @@
 //! its destinations — see the module docs of [`super`] for which entries are
 //! written and why.
 
-use super::plan::{MASK_CHUNK, MBLOCK, MIRROR_GAP};
+use super::plan::{mirror_gap, MASK_CHUNK, MBLOCK};
 use super::{mirror_record, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
@@ -39,6 +39,7 @@ impl ExternalEngine<'_> {
         // unchanged entries seen since its last changed one.
         let mut pending: Vec<(u64, Vec<MirrorRec>)> = vec![(0, Vec::new()); k];
         let mut tail: Vec<Vec<MirrorRec>> = vec![Vec::new(); k];
+        let gap = mirror_gap(buf_bytes);
         let mut bytes = 0u64;
         let mut writes = 0u64;
         let mut flush = |q: usize, run: &mut (u64, Vec<MirrorRec>)| -> Result<()> {
@@ -124,7 +125,7 @@ impl ExternalEngine<'_> {
                         tail[q].push(r);
                         // An entry whose value was not read (sparse destinations)
                         // cannot be rewritten in between: the run ends before it.
-                        if tail[q].len() > MIRROR_GAP || !known {
+                        if tail[q].len() > gap || !known {
                             flush(q, &mut pending[q])?;
                             tail[q].clear();
                         }

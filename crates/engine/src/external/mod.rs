@@ -51,8 +51,9 @@
 //!    older entry in the slot carries an epoch below i - 1 and never reads as
 //!    active); for wide messages, the entries whose message changed in iteration i
 //!    or i - 1 (otherwise slot `i % 2` already holds it).
-//!    Runs of up to 512 unwritten entries between written ones are rewritten
-//!    rather than split into separate writes. A unit of destinations (8192, or
+//!    Runs of up to 8192 unwritten entries (`plan::mirror_gap`) between written
+//!    ones are rewritten rather than split into separate writes (a write ending
+//!    inside an uncached page costs a random read of it). A unit of destinations (8192, or
 //!    more so that the table fits 64 KiB) with no entry to write is passed over
 //!    unread: iteration 0's update, which reads every mask, records each
 //!    partition's position at every unit's start.
@@ -136,6 +137,9 @@ pub struct ExternalConfig {
     pub work_dir: Option<PathBuf>,
     pub direct_io: bool,
     pub edge_reads: EdgeReads,
+    /// Vertices of the dense result assembled at a time (0: a sixteenth of the
+    /// budget's worth when the result array is mapped, all of them otherwise).
+    pub result_window: u64,
 }
 
 impl Default for ExternalConfig {
@@ -146,6 +150,7 @@ impl Default for ExternalConfig {
             work_dir: None,
             direct_io: false,
             edge_reads: EdgeReads::Auto,
+            result_window: 0,
         }
     }
 }
@@ -194,6 +199,10 @@ pub struct ExternalStats {
     /// destinations a message reached (at most half of them).
     pub sparse_applies: u64,
     pub mirror_update_seconds: f64,
+    /// Setting up (the source tables' edge offsets, initial values and mirrors)
+    /// and assembling the result in dense order at the end.
+    pub init_seconds: f64,
+    pub result_seconds: f64,
     /// Of `mirror_update_seconds`, the time the partition loop waited for
     /// mirror updates (the initial ones, and each one still running when the
     /// next partition was done): their exposed share of the run.
@@ -289,6 +298,7 @@ impl<'s> ExternalEngine<'s> {
     /// `--memory` holds it, else mapped from the work directory).
     pub fn run<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
         let io0 = self.store.stats().snapshot();
+        let t_init = Instant::now();
         let k = self.layout.partitions();
         let eb = self.layout.edge_bytes();
         let plan = plan(
@@ -407,6 +417,7 @@ impl<'s> ExternalEngine<'s> {
             self.stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
             add_mirror(&mut self.stats, &done);
         }
+        self.stats.init_seconds = t_init.elapsed().as_secs_f64();
         let mut done = 0u64;
         let mut globals = Globals {
             iteration: 0,
@@ -485,6 +496,7 @@ impl<'s> ExternalEngine<'s> {
         self.stats.iterations = done;
 
         // The result in dense order.
+        let t_result = Instant::now();
         let out_budget = StateBudget::new(
             self.cfg.memory.saturating_sub(FIXED_BYTES),
             self.work_dir.clone(),
@@ -492,20 +504,67 @@ impl<'s> ExternalEngine<'s> {
         let n = self.store.vertices() as usize;
         let zero: P::Out = bytemuck::Zeroable::zeroed();
         let mut out = out_budget.alloc::<P::Out>(prog.name(), n, zero)?;
-        for q in 0..k {
-            let nd = rec.dests[q as usize];
-            let ids: Vec<u32> = self.layout.read(Part::Dests, q as usize, 0, nd)?;
-            let (vals, _) = st.read_dests::<P::V>(q, nd)?;
-            for (&v, x) in ids.iter().zip(&vals) {
-                out[v as usize] = prog.output(x);
-            }
-        }
+        self.dense_result(prog, &st, &mut out)?;
+        self.stats.result_seconds = t_result.elapsed().as_secs_f64();
         let io: IoSnapshot = self.store.stats().snapshot().since(&io0);
         self.stats.bytes_read = io.bytes_read;
         self.stats.read_requests = io.read_requests;
         self.stats.bytes_written = io.bytes_written;
         self.stats.write_requests = io.write_requests;
         Ok(out)
+    }
+
+    /// Fills `out` (dense order) with every destination's output. A partition's
+    /// destinations ascend but are spread over the whole id range, so `out` is
+    /// filled one window of ids at a time, every partition contributing its
+    /// destinations in the window (read by a cursor per partition, in pieces):
+    /// when `out` is mapped, each of its pages is written while it is in the
+    /// window and never again, instead of once per partition.
+    fn dense_result<P: EdgeProgram>(
+        &self,
+        prog: &P,
+        st: &Scratch,
+        out: &mut VertexArray<P::Out>,
+    ) -> Result<()> {
+        let rec = &self.layout.record;
+        let k = rec.partitions as usize;
+        let n = out.len() as u64;
+        const PIECE: u64 = 1 << 16;
+        let osize = std::mem::size_of::<P::Out>().max(1) as u64;
+        let window = if self.cfg.result_window > 0 {
+            self.cfg.result_window
+        } else if out.is_mapped() {
+            // A sixteenth of the budget of output pages at a time.
+            (self.cfg.memory / 16 / osize).max(PIECE)
+        } else {
+            n.max(1)
+        };
+        let mut cursor = vec![0u64; k];
+        let mut w0 = 0u64;
+        while w0 < n {
+            let w1 = n.min(w0 + window);
+            for q in 0..k {
+                let nd = rec.dests[q];
+                while cursor[q] < nd {
+                    let c = PIECE.min(nd - cursor[q]);
+                    let ids: Vec<u32> = self.layout.read(Part::Dests, q, 4 * cursor[q], c)?;
+                    let m = ids.partition_point(|&v| (v as u64) < w1);
+                    if m > 0 {
+                        let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); m];
+                        st.read_dest_values(q as u32, cursor[q], &mut vals)?;
+                        for (&v, x) in ids[..m].iter().zip(&vals) {
+                            out[v as usize] = prog.output(x);
+                        }
+                    }
+                    cursor[q] += m as u64;
+                    if m < ids.len() {
+                        break;
+                    }
+                }
+            }
+            w0 = w1;
+        }
+        Ok(())
     }
 
     /// One partition of one iteration; returns (destinations active next, active

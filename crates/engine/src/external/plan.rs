@@ -3,8 +3,17 @@
 
 use outcore_io::DeviceProfile;
 
-/// Unchanged mirror entries rewritten rather than starting a new write.
-pub(super) const MIRROR_GAP: usize = 512;
+/// Unchanged mirror entries rewritten rather than starting a new write: as many
+/// as a mirror buffer holds, between 512 and 8192 (64 KiB). A write that starts
+/// or ends inside a page the page cache no longer holds makes the kernel read
+/// that page first (one random read, ~70 us on the SSD measured, the time of
+/// ~128 KiB read sequentially), so rewriting a gap of up to 64 KiB is cheaper
+/// than splitting the write there. Measured on Kronecker 24 bfs (1/4 budget):
+/// with 512 the mirror updates kept the partition loop waiting 3.6 s of a 19 s
+/// run, with 8192 0.8 s of 16 s.
+pub(super) fn mirror_gap(buf_bytes: u64) -> usize {
+    (buf_bytes / 8).clamp(512, 8192) as usize
+}
 /// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
 /// at most one active-source and one window-part entry (24 each).
 pub(super) const CHUNK_ENTRY_BYTES: u64 = 64;
@@ -56,8 +65,10 @@ pub fn plan(
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
-    let fixed =
-        FIXED_BYTES + k * (mirror_buf + MIRROR_GAP as u64 * 8) + MASK_CHUNK * 8 + SKIP_TABLE_BYTES;
+    let fixed = FIXED_BYTES
+        + k * (mirror_buf + mirror_gap(mirror_buf) as u64 * 8)
+        + MASK_CHUNK * 8
+        + SKIP_TABLE_BYTES;
     // Per destination: the program's bytes, one more accumulator per extra thread,
     // and two mirror jobs (this partition's and the previous one's, in flight:
     // 8 bytes and a bit each).

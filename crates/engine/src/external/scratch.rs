@@ -52,6 +52,19 @@ impl Scratch<'_> {
         self.dests.read_pod(b + n * vs + i0 * 8, eps)?;
         Ok(())
     }
+    /// The values (not the epochs) of destinations `i0..i0 + vals.len()` of
+    /// partition q.
+    pub(super) fn read_dest_values<V: bytemuck::Pod>(
+        &self,
+        q: u32,
+        i0: u64,
+        vals: &mut [V],
+    ) -> Result<()> {
+        let vs = std::mem::size_of::<V>() as u64;
+        self.dests
+            .read_pod(self.dest_base[q as usize] + i0 * vs, vals)?;
+        Ok(())
+    }
     /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`).
     pub(super) fn write_dest_range<V: bytemuck::Pod>(
         &self,
