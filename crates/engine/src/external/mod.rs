@@ -543,20 +543,20 @@ impl<'s> ExternalEngine<'s> {
         let mut w0 = 0u64;
         while w0 < n {
             let w1 = n.min(w0 + window);
-            for q in 0..k {
+            for (q, cur) in cursor.iter_mut().enumerate() {
                 let nd = rec.dests[q];
-                while cursor[q] < nd {
-                    let c = PIECE.min(nd - cursor[q]);
-                    let ids: Vec<u32> = self.layout.read(Part::Dests, q, 4 * cursor[q], c)?;
+                while *cur < nd {
+                    let c = PIECE.min(nd - *cur);
+                    let ids: Vec<u32> = self.layout.read(Part::Dests, q, 4 * *cur, c)?;
                     let m = ids.partition_point(|&v| (v as u64) < w1);
                     if m > 0 {
                         let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); m];
-                        st.read_dest_values(q as u32, cursor[q], &mut vals)?;
+                        st.read_dest_values(q as u32, *cur, &mut vals)?;
                         for (&v, x) in ids[..m].iter().zip(&vals) {
                             out[v as usize] = prog.output(x);
                         }
                     }
-                    cursor[q] += m as u64;
+                    *cur += m as u64;
                     if m < ids.len() {
                         break;
                     }
