@@ -104,7 +104,7 @@ impl ExternalEngine<'_> {
                     bits &= bits - 1;
                     let at = pos[q];
                     pos[q] += 1;
-                    if job.narrow && r >> 32 == it {
+                    if job.narrow && r >> 32 == it + 1 {
                         // Reads as active in it + 1: its block is not skipped.
                         for &s in slots {
                             st.touched[q][s as usize].set((at / MBLOCK) as u32);
@@ -222,7 +222,7 @@ impl MirrorJob {
                 // writing (an older entry in this slot never reads as active: its
                 // epoch is below it - 1); a wide one's, when the message changed
                 // since the slot was last written (iteration it - 2).
-                let need = it == 0
+                let need = (it == 0 && !narrow)
                     || if narrow {
                         eps[i][0] == it as u32
                     } else {

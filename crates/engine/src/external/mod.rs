@@ -64,11 +64,13 @@
 //! mask chunk, the mirror updates' skip table (at most 64 KiB: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
-//! between 512 KiB and 64 MiB (64 bytes per source entry of a chunk — its record,
-//! mirror entry and work lists — and an edge window). A layout whose largest
+//! between 1.5 and 64 MiB, a third for each of the three windows of edges (with
+//! their chunks of source entries, 64 bytes per entry — its record, mirror entry
+//! and work lists) alive in the edge pass's pipeline (`edges.rs`). A layout whose largest
 //! partition does not fit is refused with [`EngineError::Budget`]; the caller
 //! repartitions.
 
+mod edges;
 mod mirror;
 mod plan;
 mod scratch;
@@ -91,11 +93,14 @@ use std::time::Instant;
 
 const NEVER: u32 = u32::MAX;
 
-/// A mirror entry as written: see [`MirrorRec`].
+/// A mirror entry as written: see [`MirrorRec`]. A narrow entry holds its
+/// activity epoch plus one, so that an entry never written (the scratch file
+/// reads as zeros) reads as a source never activated ([`NEVER`] + 1 wraps to 0):
+/// a narrow program's iteration 0 writes only its initially active sources.
 #[inline]
 fn mirror_record(narrow: bool, msg: u64, act_epoch: u32) -> MirrorRec {
     if narrow {
-        (msg & 0xffff_ffff) | (act_epoch as u64) << 32
+        (msg & 0xffff_ffff) | (act_epoch.wrapping_add(1) as u64) << 32
     } else {
         msg
     }
@@ -109,7 +114,8 @@ fn mirror_active(narrow: bool, all: bool, m: MirrorRec, it: u64) -> bool {
     if all {
         true
     } else if narrow {
-        m >> 32 == it - 1
+        // Activated in it - 1: epoch plus one is it.
+        m >> 32 == it
     } else {
         m != 0
     }
@@ -211,8 +217,12 @@ pub struct ExternalStats {
     pub read_requests: u64,
     pub bytes_written: u64,
     pub write_requests: u64,
+    /// The reader thread's time in edge-pass reads (overlapped with applying).
     pub io_seconds: f64,
     pub compute_seconds: f64,
+    /// Of the edge passes, the time spent waiting for the reader: the reads
+    /// not overlapped with applying.
+    pub edge_wait_seconds: f64,
     /// The memory plan.
     pub mirror_buffer: u64,
     pub dest_memory: u64,
@@ -297,6 +307,13 @@ impl<'s> ExternalEngine<'s> {
     /// Runs `prog` to the end; the result in dense vertex order (in memory while
     /// `--memory` holds it, else mapped from the work directory).
     pub fn run<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
+        if prog.narrow_messages() && prog.all_active() {
+            // A narrow entry is rewritten only when its source is activated.
+            return Err(EngineError::Invalid(format!(
+                "{}: the external engine runs narrow-message programs only when sources send on activation, not every iteration",
+                prog.name()
+            )));
+        }
         let io0 = self.store.stats().snapshot();
         let t_init = Instant::now();
         let k = self.layout.partitions();
@@ -387,7 +404,9 @@ impl<'s> ExternalEngine<'s> {
             skip: plan::skip_chunk(rec.dests.iter().sum(), k as u64),
         };
 
-        // Iteration 0: initial values, both mirror slots written in full.
+        // Iteration 0: initial values; both mirror slots written in full, or
+        // for narrow programs only the initially active sources' entries (the
+        // others read as never activated from the zeroed file).
         let mut agg_total = Sums::default();
         let mut active_total = 0u64;
         for q in 0..k {
@@ -584,188 +603,16 @@ impl<'s> ExternalEngine<'s> {
         let qu = q as usize;
         let rec = &self.layout.record;
         let nd = rec.dests[qu];
-        let nm = rec.mirrors[qu];
         // One accumulator per thread (each takes a contiguous share of a window's
         // sources), combined in thread order at the end.
         let threads = stats.threads;
         let mut accs: Vec<Vec<u64>> = (0..threads.max(1))
             .map(|_| vec![prog.identity(); nd as usize])
             .collect();
-        let eb = self.layout.edge_bytes() as usize;
-        let weighted = self.layout.weighted && prog.weighted();
-        let slot_prev = (it - 1) % 2;
         let narrow = prog.narrow_messages();
         let all = prog.all_active();
-        let mut active_sources = 0u64;
-        let mut part_edges = 0u64;
-        let mut bad: Option<(u32, u32, f32)> = None;
-        let (lat, bw) = self.costs;
-        let mut edge_buf: Vec<u8> = Vec::new();
-        let mut e_off = 0u64; // edge index of the chunk's first source
-        let mut c0 = 0u64;
-        let skippable = narrow && !all;
-        while c0 < nm {
-            let c = (nm - c0).min(plan.chunk_entries);
-            let (b0, b1) = (c0 / MBLOCK, (c0 + c).div_ceil(MBLOCK));
-            if skippable && !(b0..b1).any(|b| st.touched[qu][slot_prev as usize].get(b as u32)) {
-                // No entry of these blocks was written since the slot's last
-                // clearing: none can read as active.
-                stats.chunks_skipped += 1;
-                e_off = st.block_off[qu][b1 as usize];
-                c0 += c;
-                continue;
-            }
-            debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
-            let tio = Instant::now();
-            let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, qu, 8 * c0, c)?;
-            let mut mir: Vec<MirrorRec> = vec![0; c as usize];
-            st.mirrors
-                .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 8, &mut mir)?;
-            stats.source_bytes_read += c * 16;
-            stats.io_seconds += tio.elapsed().as_secs_f64();
-            // Active sources: (source index in chunk, first edge, edge count).
-            let mut act: Vec<(u32, u64, u32)> = Vec::new();
-            let mut off = e_off;
-            for (i, (s, m)) in srcs.iter().zip(&mir).enumerate() {
-                if s[1] > 0 && mirror_active(narrow, all, *m, it) {
-                    act.push((i as u32, off, s[1]));
-                }
-                off += s[1] as u64;
-            }
-            let chunk_end = off;
-            active_sources += act.len() as u64;
-            if act.is_empty() {
-                stats.chunks_skipped += 1;
-            } else {
-                // Requests: merged runs of active sources, or the whole span.
-                let whole = (act[0].1, act.last().map(|a| a.1 + a.2 as u64).unwrap());
-                let gap = (64 << 10) / eb as u64;
-                let mut runs: Vec<(u64, u64)> = Vec::new();
-                for &(_, a, d) in &act {
-                    match runs.last_mut() {
-                        Some(r) if a <= r.1 + gap => r.1 = a + d as u64,
-                        _ => runs.push((a, a + d as u64)),
-                    }
-                }
-                let sel_bytes: u64 = runs.iter().map(|r| (r.1 - r.0) * eb as u64).sum();
-                let cost_sel = runs.len() as f64 * lat + sel_bytes as f64 / bw;
-                let cost_whole = lat + ((whole.1 - whole.0) * eb as u64) as f64 / bw;
-                let selective = match self.cfg.edge_reads {
-                    EdgeReads::Whole => false,
-                    EdgeReads::Selective => true,
-                    EdgeReads::Auto => cost_sel < cost_whole,
-                };
-                if selective {
-                    stats.chunks_selective += 1;
-                } else {
-                    stats.chunks_whole += 1;
-                    runs = vec![whole];
-                }
-                // Read each run in windows; apply the active sources' edges in it.
-                let mut ai = 0usize;
-                for &(ra, rb) in &runs {
-                    let mut wa = ra;
-                    while wa < rb {
-                        let wb = rb.min(wa + plan.window_edges);
-                        let tio = Instant::now();
-                        // Read whole checksum groups around the window and check
-                        // them: every edge used was checked.
-                        let (a, b) = (wa * eb as u64, wb * eb as u64);
-                        let skew =
-                            self.layout
-                                .read_into(Part::Edges, qu, a, b - a, &mut edge_buf)?;
-                        stats.edge_bytes_read += edge_buf.len() as u64;
-                        stats.io_seconds += tio.elapsed().as_secs_f64();
-                        let tc = Instant::now();
-                        // The active sources overlapping [wa, wb).
-                        while ai < act.len() && act[ai].1 + act[ai].2 as u64 <= wa {
-                            ai += 1;
-                        }
-                        let mut parts: Vec<(u32, u64, u64)> = Vec::new(); // (src idx, from, to)
-                        let mut j = ai;
-                        while j < act.len() && act[j].1 < wb {
-                            let (i, a, d) = act[j];
-                            let (x, y) = (a.max(wa), (a + d as u64).min(wb));
-                            if x < y {
-                                parts.push((i, x, y));
-                            }
-                            j += 1;
-                        }
-                        let edges: u64 = parts.iter().map(|p| p.2 - p.1).sum();
-                        stats.edges_processed += edges;
-                        part_edges += edges;
-                        let win = Window {
-                            buf: &edge_buf[skew..skew + (b - a) as usize],
-                            start: wa,
-                            eb,
-                            weighted,
-                        };
-                        let ctx = SrcCtx {
-                            srcs: &srcs,
-                            mir: &mir,
-                            narrow,
-                        };
-                        if threads <= 1 {
-                            for &(i, x, y) in &parts {
-                                if let Some(b) =
-                                    apply_direct(prog, &win, &ctx, i, x, y, &mut accs[0])
-                                {
-                                    bad.get_or_insert(b);
-                                }
-                            }
-                        } else {
-                            let cuts = shares(&parts, edges, threads);
-                            let b: Option<(u32, u32, f32)> = self.pool.install(|| {
-                                accs.par_iter_mut()
-                                    .enumerate()
-                                    .map(|(t, acc)| {
-                                        let mut bad = None;
-                                        for &(i, x, y) in &parts[cuts[t]..cuts[t + 1]] {
-                                            if let Some(b) =
-                                                apply_direct(prog, &win, &ctx, i, x, y, acc)
-                                            {
-                                                bad.get_or_insert(b);
-                                            }
-                                        }
-                                        bad
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .into_iter()
-                                    .flatten()
-                                    .next()
-                            });
-                            if let Some(b) = b {
-                                bad.get_or_insert(b);
-                            }
-                        }
-                        stats.compute_seconds += tc.elapsed().as_secs_f64();
-                        wa = wb;
-                    }
-                }
-            }
-            if let Some((u, local, w)) = bad {
-                if local == u32::MAX {
-                    return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
-                        file: self
-                            .store
-                            .dir()
-                            .join(outcore_store::vpart::file_name(q, "edges")),
-                        reason: format!(
-                            "an edge of vertex {u} names a destination beyond the partition's {nd}"
-                        ),
-                    }));
-                }
-                let ids: Vec<u32> = self.layout.read(Part::Dests, qu, 0, nd)?;
-                return Err(EngineError::BadEdge {
-                    program: prog.name(),
-                    u,
-                    v: ids[local as usize],
-                    w,
-                });
-            }
-            e_off = chunk_end;
-            c0 += c;
-        }
+        let (active_sources, part_edges) =
+            self.stream_edges(prog, st, plan, q, it, &mut accs, stats)?;
         if part_edges == 0 && prog.idle_without_messages() {
             // Nothing arrived: no destination changes, nothing to write.
             stats.partitions_idle += 1;
@@ -907,89 +754,4 @@ impl crate::program::ProgramRunner for ExternalEngine<'_> {
     fn iterations(&self) -> u64 {
         self.stats.iterations
     }
-}
-
-/// A window of edge records read from a partition's edge file.
-struct Window<'a> {
-    buf: &'a [u8],
-    start: u64,
-    eb: usize,
-    weighted: bool,
-}
-
-impl Window<'_> {
-    #[inline]
-    fn edge(&self, e: u64) -> (u32, f32) {
-        let o = (e - self.start) as usize * self.eb;
-        let t = u32::from_le_bytes(self.buf[o..o + 4].try_into().unwrap());
-        let w = if self.weighted {
-            f32::from_le_bytes(self.buf[o + 4..o + 8].try_into().unwrap())
-        } else {
-            1.0
-        };
-        (t, w)
-    }
-}
-
-struct SrcCtx<'a> {
-    srcs: &'a [[u32; 2]],
-    mir: &'a [MirrorRec],
-    narrow: bool,
-}
-
-impl SrcCtx<'_> {
-    #[inline]
-    fn message(&self, i: u32) -> u64 {
-        let m = self.mir[i as usize];
-        if self.narrow {
-            m & 0xffff_ffff
-        } else {
-            m
-        }
-    }
-}
-
-fn apply_direct<P: EdgeProgram>(
-    prog: &P,
-    win: &Window,
-    ctx: &SrcCtx,
-    i: u32,
-    x: u64,
-    y: u64,
-    acc: &mut [u64],
-) -> Option<(u32, u32, f32)> {
-    let u = ctx.srcs[i as usize][0];
-    let msg = ctx.message(i);
-    let mut bad = None;
-    for e in x..y {
-        let (t, w) = win.edge(e);
-        let Some(a) = acc.get_mut(t as usize) else {
-            bad.get_or_insert((u, u32::MAX, w));
-            continue;
-        };
-        match prog.edge(msg, u, w) {
-            Some(c) => *a = prog.combine(*a, c),
-            None => {
-                bad.get_or_insert((u, t, w));
-            }
-        }
-    }
-    bad
-}
-
-/// Cuts `parts` into `t` contiguous shares of about equal edges: share k is
-/// `parts[cuts[k]..cuts[k + 1]]`.
-fn shares(parts: &[(u32, u64, u64)], edges: u64, t: usize) -> Vec<usize> {
-    let mut cuts = vec![0usize];
-    let mut sum = 0u64;
-    for (j, p) in parts.iter().enumerate() {
-        sum += p.2 - p.1;
-        if sum * t as u64 >= edges * cuts.len() as u64 && cuts.len() < t {
-            cuts.push(j + 1);
-        }
-    }
-    while cuts.len() <= t {
-        cuts.push(parts.len());
-    }
-    cuts
 }

@@ -17,6 +17,9 @@ pub(super) fn mirror_gap(buf_bytes: u64) -> usize {
 /// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
 /// at most one active-source and one window-part entry (24 each).
 pub(super) const CHUNK_ENTRY_BYTES: u64 = 64;
+/// Windows of edges (with their chunks of source entries) alive at a time in a
+/// partition's edge pass: applied, waiting, being read (`edges.rs`).
+pub(super) const IN_FLIGHT: usize = 3;
 /// Source-table entries per block: the unit of skipping (chunks are whole blocks).
 pub(super) const MBLOCK: u64 = 4096;
 /// Destinations whose mirror masks are read at a time.
@@ -74,7 +77,8 @@ pub fn plan(
     // 8 bytes and a bit each).
     let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + 17;
     let dest = record.max_dests() * per_dest;
-    let min_chunk = 512u64 << 10;
+    // Every window in flight with a chunk of at least one block.
+    let min_chunk = 2 * IN_FLIGHT as u64 * MBLOCK * CHUNK_ENTRY_BYTES;
     let left = memory.saturating_sub(fixed + dest);
     if left < min_chunk {
         return Err(format!(
@@ -93,8 +97,8 @@ pub fn plan(
         mirror_buffer: mirror_buf,
         dest_memory: dest,
         chunk_memory: chunk,
-        chunk_entries: (chunk / 2 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK,
-        window_edges: (chunk / 2 / per_edge).max(1024),
+        chunk_entries: (chunk / 2 / IN_FLIGHT as u64 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK,
+        window_edges: (chunk / 2 / IN_FLIGHT as u64 / per_edge).max(1024),
     })
 }
 

@@ -1,0 +1,416 @@
+//! One partition's edge pass (§4.2 steps 2-4, module docs of [`super`]): a
+//! reader thread streams the source table in chunks, picks the active sources,
+//! reads their edges in windows (whole or selectively, by the cost model) and
+//! hands each window to the caller, which applies it into the per-thread
+//! accumulators while the reader fetches the next one.
+//!
+//! # Pipeline
+//! At most three windows are alive at a time: the one being applied, one
+//! waiting in a channel of capacity one, and the one being read; the plan sizes
+//! chunks and windows for that ([`super::plan::IN_FLIGHT`]). Window buffers
+//! come back to the reader through a second channel and are reused, so a
+//! partition allocates at most three of them. The reader's time in reads is
+//! `io_seconds`; the applying side's is `compute_seconds`, and
+//! `edge_wait_seconds` the time it waited for a window (the part of the reads
+//! not overlapped).
+
+use super::plan::{Plan, MBLOCK};
+use super::{mirror_active, EdgeReads, ExternalEngine, ExternalStats, MirrorRec, Scratch};
+use crate::error::{EngineError, Result};
+use crate::program::EdgeProgram;
+use outcore_store::vpart::Part;
+use rayon::prelude::*;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A window of edges ready to apply: the chunk's sources and mirror entries
+/// (shared by the chunk's windows), the edge bytes and the active sources'
+/// parts inside the window.
+struct Work {
+    srcs: Arc<Vec<[u32; 2]>>,
+    mir: Arc<Vec<MirrorRec>>,
+    buf: Vec<u8>,
+    skew: usize,
+    start: u64,
+    len: usize,
+    /// (source index in chunk, first edge, end edge).
+    parts: Vec<(u32, u64, u64)>,
+    edges: u64,
+}
+
+/// The reader's counters, added to the run's at the end.
+#[derive(Default)]
+struct ReadCounts {
+    chunks_skipped: u64,
+    chunks_selective: u64,
+    chunks_whole: u64,
+    source_bytes_read: u64,
+    edge_bytes_read: u64,
+    io_seconds: f64,
+    active_sources: u64,
+}
+
+impl ExternalEngine<'_> {
+    /// Applies every active source's edges into partition q's accumulators
+    /// (one per thread); returns (active sources, edges applied).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn stream_edges<P: EdgeProgram>(
+        &self,
+        prog: &P,
+        st: &Scratch,
+        plan: &Plan,
+        q: u32,
+        it: u64,
+        accs: &mut [Vec<u64>],
+        stats: &mut ExternalStats,
+    ) -> Result<(u64, u64)> {
+        let qu = q as usize;
+        let nd = self.layout.record.dests[qu];
+        let threads = accs.len();
+        let eb = self.layout.edge_bytes() as usize;
+        let weighted = self.layout.weighted && prog.weighted();
+        let narrow = prog.narrow_messages();
+        let mut part_edges = 0u64;
+        let mut bad: Option<(u32, u32, f32)> = None;
+        let (tx, rx) = sync_channel::<Result<Work>>(1);
+        let (free_tx, free_rx) = sync_channel::<Vec<u8>>(super::plan::IN_FLIGHT);
+        let (counts, res) = std::thread::scope(|sc| {
+            let reader = sc.spawn(move || self.read_edges(prog, st, plan, q, it, tx, free_rx));
+            let res = (|| -> Result<()> {
+                loop {
+                    let tw = Instant::now();
+                    let Ok(w) = rx.recv() else { break };
+                    stats.edge_wait_seconds += tw.elapsed().as_secs_f64();
+                    let w = w?;
+                    let tc = Instant::now();
+                    stats.edges_processed += w.edges;
+                    part_edges += w.edges;
+                    let win = Window {
+                        buf: &w.buf[w.skew..w.skew + w.len],
+                        start: w.start,
+                        eb,
+                        weighted,
+                    };
+                    let ctx = SrcCtx {
+                        srcs: &w.srcs,
+                        mir: &w.mir,
+                        narrow,
+                    };
+                    let b = if threads <= 1 {
+                        let mut b = None;
+                        for &(i, x, y) in &w.parts {
+                            if let Some(e) = apply_direct(prog, &win, &ctx, i, x, y, &mut accs[0]) {
+                                b.get_or_insert(e);
+                            }
+                        }
+                        b
+                    } else {
+                        let cuts = shares(&w.parts, w.edges, threads);
+                        let parts = &w.parts;
+                        self.pool.install(|| {
+                            accs.par_iter_mut()
+                                .enumerate()
+                                .map(|(t, acc)| {
+                                    let mut b = None;
+                                    for &(i, x, y) in &parts[cuts[t]..cuts[t + 1]] {
+                                        if let Some(e) =
+                                            apply_direct(prog, &win, &ctx, i, x, y, acc)
+                                        {
+                                            b.get_or_insert(e);
+                                        }
+                                    }
+                                    b
+                                })
+                                .collect::<Vec<_>>()
+                                .into_iter()
+                                .flatten()
+                                .next()
+                        })
+                    };
+                    stats.compute_seconds += tc.elapsed().as_secs_f64();
+                    if let Some(b) = b {
+                        bad = Some(b);
+                        break;
+                    }
+                    // The buffer back to the reader (gone when it has finished).
+                    let _ = free_tx.try_send(w.buf);
+                }
+                Ok(())
+            })();
+            // Stops the reader when the loop ended early.
+            drop(rx);
+            let counts = reader
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (counts, res)
+        });
+        res?;
+        stats.chunks_skipped += counts.chunks_skipped;
+        stats.chunks_selective += counts.chunks_selective;
+        stats.chunks_whole += counts.chunks_whole;
+        stats.source_bytes_read += counts.source_bytes_read;
+        stats.edge_bytes_read += counts.edge_bytes_read;
+        stats.io_seconds += counts.io_seconds;
+        if let Some((u, local, w)) = bad {
+            if local == u32::MAX {
+                return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
+                    file: self
+                        .store
+                        .dir()
+                        .join(outcore_store::vpart::file_name(q, "edges")),
+                    reason: format!(
+                        "an edge of vertex {u} names a destination beyond the partition's {nd}"
+                    ),
+                }));
+            }
+            let ids: Vec<u32> = self.layout.read(Part::Dests, qu, 0, nd)?;
+            return Err(EngineError::BadEdge {
+                program: prog.name(),
+                u,
+                v: ids[local as usize],
+                w,
+            });
+        }
+        Ok((counts.active_sources, part_edges))
+    }
+
+    /// The reader: chunks of q's source table with the mirrors' slot
+    /// `(it - 1) % 2`, the active sources' edges in windows, sent to `tx` until
+    /// the table ends or the receiver is gone. Returns its counters; a read error
+    /// is sent as the last item.
+    #[allow(clippy::too_many_arguments)]
+    fn read_edges<P: EdgeProgram>(
+        &self,
+        prog: &P,
+        st: &Scratch,
+        plan: &Plan,
+        q: u32,
+        it: u64,
+        tx: SyncSender<Result<Work>>,
+        free: Receiver<Vec<u8>>,
+    ) -> ReadCounts {
+        let mut n = ReadCounts::default();
+        if let Err(e) = self.read_edges_into(prog, st, plan, q, it, &tx, &free, &mut n) {
+            let _ = tx.send(Err(e));
+        }
+        n
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_edges_into<P: EdgeProgram>(
+        &self,
+        prog: &P,
+        st: &Scratch,
+        plan: &Plan,
+        q: u32,
+        it: u64,
+        tx: &SyncSender<Result<Work>>,
+        free: &Receiver<Vec<u8>>,
+        n: &mut ReadCounts,
+    ) -> Result<()> {
+        let qu = q as usize;
+        let nm = self.layout.record.mirrors[qu];
+        let eb = self.layout.edge_bytes() as usize;
+        let slot_prev = (it - 1) % 2;
+        let narrow = prog.narrow_messages();
+        let all = prog.all_active();
+        let skippable = narrow && !all;
+        let (lat, bw) = self.costs;
+        let mut e_off = 0u64; // edge index of the chunk's first source
+        let mut c0 = 0u64;
+        while c0 < nm {
+            let c = (nm - c0).min(plan.chunk_entries);
+            let (b0, b1) = (c0 / MBLOCK, (c0 + c).div_ceil(MBLOCK));
+            if skippable && !(b0..b1).any(|b| st.touched[qu][slot_prev as usize].get(b as u32)) {
+                // No entry of these blocks was written since the slot's last
+                // clearing: none can read as active.
+                n.chunks_skipped += 1;
+                e_off = st.block_off[qu][b1 as usize];
+                c0 += c;
+                continue;
+            }
+            debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
+            let tio = Instant::now();
+            let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, qu, 8 * c0, c)?;
+            let mut mir: Vec<MirrorRec> = vec![0; c as usize];
+            st.mirrors
+                .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 8, &mut mir)?;
+            n.source_bytes_read += c * 16;
+            n.io_seconds += tio.elapsed().as_secs_f64();
+            // Active sources: (source index in chunk, first edge, edge count).
+            let mut act: Vec<(u32, u64, u32)> = Vec::new();
+            let mut off = e_off;
+            for (i, (s, m)) in srcs.iter().zip(&mir).enumerate() {
+                if s[1] > 0 && mirror_active(narrow, all, *m, it) {
+                    act.push((i as u32, off, s[1]));
+                }
+                off += s[1] as u64;
+            }
+            let chunk_end = off;
+            n.active_sources += act.len() as u64;
+            e_off = chunk_end;
+            c0 += c;
+            if act.is_empty() {
+                n.chunks_skipped += 1;
+                continue;
+            }
+            let (srcs, mir) = (Arc::new(srcs), Arc::new(mir));
+            // Requests: merged runs of active sources, or the whole span.
+            let whole = (act[0].1, act.last().map(|a| a.1 + a.2 as u64).unwrap());
+            let gap = (64 << 10) / eb as u64;
+            let mut runs: Vec<(u64, u64)> = Vec::new();
+            for &(_, a, d) in &act {
+                match runs.last_mut() {
+                    Some(r) if a <= r.1 + gap => r.1 = a + d as u64,
+                    _ => runs.push((a, a + d as u64)),
+                }
+            }
+            let sel_bytes: u64 = runs.iter().map(|r| (r.1 - r.0) * eb as u64).sum();
+            let cost_sel = runs.len() as f64 * lat + sel_bytes as f64 / bw;
+            let cost_whole = lat + ((whole.1 - whole.0) * eb as u64) as f64 / bw;
+            let selective = match self.cfg.edge_reads {
+                EdgeReads::Whole => false,
+                EdgeReads::Selective => true,
+                EdgeReads::Auto => cost_sel < cost_whole,
+            };
+            if selective {
+                n.chunks_selective += 1;
+            } else {
+                n.chunks_whole += 1;
+                runs = vec![whole];
+            }
+            // Each run in windows, with the active sources' parts in each.
+            let mut ai = 0usize;
+            for &(ra, rb) in &runs {
+                let mut wa = ra;
+                while wa < rb {
+                    let wb = rb.min(wa + plan.window_edges);
+                    let mut buf = free.try_recv().unwrap_or_default();
+                    let tio = Instant::now();
+                    // Whole checksum groups around the window, checked: every
+                    // edge used was checked.
+                    let (a, b) = (wa * eb as u64, wb * eb as u64);
+                    let skew = self.layout.read_into(Part::Edges, qu, a, b - a, &mut buf)?;
+                    n.edge_bytes_read += buf.len() as u64;
+                    n.io_seconds += tio.elapsed().as_secs_f64();
+                    while ai < act.len() && act[ai].1 + act[ai].2 as u64 <= wa {
+                        ai += 1;
+                    }
+                    let mut parts: Vec<(u32, u64, u64)> = Vec::new();
+                    let mut j = ai;
+                    while j < act.len() && act[j].1 < wb {
+                        let (i, a, d) = act[j];
+                        let (x, y) = (a.max(wa), (a + d as u64).min(wb));
+                        if x < y {
+                            parts.push((i, x, y));
+                        }
+                        j += 1;
+                    }
+                    let edges: u64 = parts.iter().map(|p| p.2 - p.1).sum();
+                    let w = Work {
+                        srcs: srcs.clone(),
+                        mir: mir.clone(),
+                        buf,
+                        skew,
+                        start: wa,
+                        len: (b - a) as usize,
+                        parts,
+                        edges,
+                    };
+                    if tx.send(Ok(w)).is_err() {
+                        // The applying side stopped (a bad edge): nothing more.
+                        return Ok(());
+                    }
+                    wa = wb;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A window of edge records read from a partition's edge file.
+struct Window<'a> {
+    buf: &'a [u8],
+    start: u64,
+    eb: usize,
+    weighted: bool,
+}
+
+impl Window<'_> {
+    #[inline]
+    fn edge(&self, e: u64) -> (u32, f32) {
+        let o = (e - self.start) as usize * self.eb;
+        let t = u32::from_le_bytes(self.buf[o..o + 4].try_into().unwrap());
+        let w = if self.weighted {
+            f32::from_le_bytes(self.buf[o + 4..o + 8].try_into().unwrap())
+        } else {
+            1.0
+        };
+        (t, w)
+    }
+}
+
+struct SrcCtx<'a> {
+    srcs: &'a [[u32; 2]],
+    mir: &'a [MirrorRec],
+    narrow: bool,
+}
+
+impl SrcCtx<'_> {
+    #[inline]
+    fn message(&self, i: u32) -> u64 {
+        let m = self.mir[i as usize];
+        if self.narrow {
+            m & 0xffff_ffff
+        } else {
+            m
+        }
+    }
+}
+
+fn apply_direct<P: EdgeProgram>(
+    prog: &P,
+    win: &Window,
+    ctx: &SrcCtx,
+    i: u32,
+    x: u64,
+    y: u64,
+    acc: &mut [u64],
+) -> Option<(u32, u32, f32)> {
+    let u = ctx.srcs[i as usize][0];
+    let msg = ctx.message(i);
+    let mut bad = None;
+    for e in x..y {
+        let (t, w) = win.edge(e);
+        let Some(a) = acc.get_mut(t as usize) else {
+            bad.get_or_insert((u, u32::MAX, w));
+            continue;
+        };
+        match prog.edge(msg, u, w) {
+            Some(c) => *a = prog.combine(*a, c),
+            None => {
+                bad.get_or_insert((u, t, w));
+            }
+        }
+    }
+    bad
+}
+
+/// Cuts `parts` into `t` contiguous shares of about equal edges: share k is
+/// `parts[cuts[k]..cuts[k + 1]]`.
+fn shares(parts: &[(u32, u64, u64)], edges: u64, t: usize) -> Vec<usize> {
+    let mut cuts = vec![0usize];
+    let mut sum = 0u64;
+    for (j, p) in parts.iter().enumerate() {
+        sum += p.2 - p.1;
+        if sum * t as u64 >= edges * cuts.len() as u64 && cuts.len() < t {
+            cuts.push(j + 1);
+        }
+    }
+    while cuts.len() <= t {
+        cuts.push(parts.len());
+    }
+    cuts
+}
