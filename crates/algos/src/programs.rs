@@ -50,6 +50,9 @@ impl EdgeProgram for Bfs {
     fn name(&self) -> &'static str {
         "bfs"
     }
+    fn uses_degrees(&self) -> bool {
+        false
+    }
     fn narrow_messages(&self) -> bool {
         true
     }
@@ -104,6 +107,9 @@ impl EdgeProgram for Sssp {
     type Out = u64;
     fn name(&self) -> &'static str {
         "sssp"
+    }
+    fn uses_degrees(&self) -> bool {
+        false
     }
     fn narrow_messages(&self) -> bool {
         true
@@ -168,6 +174,9 @@ impl EdgeProgram for WccLp {
     type Out = u32;
     fn name(&self) -> &'static str {
         "wcc-lp"
+    }
+    fn uses_degrees(&self) -> bool {
+        false
     }
     fn relaxes(&self) -> bool {
         true

@@ -393,6 +393,9 @@ impl<'s> ExternalEngine<'s> {
             .collect();
         let skip_pos: Vec<std::sync::OnceLock<Vec<u32>>> =
             (0..k).map(|_| std::sync::OnceLock::new()).collect();
+        let written: Vec<AtomicBitmap> = (0..k as usize)
+            .map(|q| AtomicBitmap::new(rec.dests[q].div_ceil(BLOCK as u64) as usize))
+            .collect();
         let st = Scratch {
             dests: &dests_file,
             mirrors: &mirror_file,
@@ -402,23 +405,30 @@ impl<'s> ExternalEngine<'s> {
             touched: &touched,
             skip_pos: &skip_pos,
             skip: plan::skip_chunk(rec.dests.iter().sum(), k as u64),
+            value_bytes: vsize,
+            written: &written,
         };
 
-        // Iteration 0: initial values; both mirror slots written in full, or
-        // for narrow programs only the initially active sources' entries (the
-        // others read as never activated from the zeroed file).
+        // Iteration 0: initial values (not written: a destination block never
+        // written reads as its initial values); both mirror slots written in
+        // full, or for narrow programs only the initially active sources'
+        // entries (the others read as never activated from the zeroed file).
         let mut agg_total = Sums::default();
         let mut active_total = 0u64;
         for q in 0..k {
             let ids: Vec<u32> =
                 self.layout
                     .read(Part::Dests, q as usize, 0, rec.dests[q as usize])?;
-            let degs: Vec<u32> = self.layout.read(
-                Part::Dests,
-                q as usize,
-                4 * rec.dests[q as usize],
-                rec.dests[q as usize],
-            )?;
+            let degs: Vec<u32> = if prog.uses_degrees() {
+                self.layout.read(
+                    Part::Dests,
+                    q as usize,
+                    4 * rec.dests[q as usize],
+                    rec.dests[q as usize],
+                )?
+            } else {
+                vec![0; ids.len()]
+            };
             let mut vals = Vec::with_capacity(ids.len());
             let mut eps = Vec::with_capacity(ids.len());
             for (&v, &d) in ids.iter().zip(&degs) {
@@ -429,7 +439,6 @@ impl<'s> ExternalEngine<'s> {
                 eps.push([if act { 0 } else { NEVER }, 0]);
                 active_total += act as u64;
             }
-            st.write_dests(q, &vals, &eps)?;
             let job = MirrorJob::new(prog, q, 0, &vals, &eps, &degs);
             let tw = Instant::now();
             let done = self.mirror_update(&st, &job, plan.mirror_buffer)?;
@@ -570,7 +579,7 @@ impl<'s> ExternalEngine<'s> {
                     let m = ids.partition_point(|&v| (v as u64) < w1);
                     if m > 0 {
                         let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); m];
-                        st.read_dest_values(q as u32, *cur, &mut vals)?;
+                        self.load_dests(prog, st, q as u32, nd, *cur, &mut vals, None)?;
                         for (&v, x) in ids[..m].iter().zip(&vals) {
                             out[v as usize] = prog.output(x);
                         }
@@ -651,11 +660,20 @@ impl<'s> ExternalEngine<'s> {
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
         let vsize = std::mem::size_of::<P::V>() as u64;
+        // Out-degrees are read only for programs that use them (0 otherwise).
+        let dsize = if prog.uses_degrees() { 4 } else { 0 };
         let (mut vals, mut eps, degs) = match &hit {
             None => {
-                let (vals, eps) = st.read_dests::<P::V>(q, nd)?;
-                let degs: Vec<u32> = self.layout.read(Part::Dests, qu, 4 * nd, nd)?;
-                stats.dest_bytes_read += nd * (vsize + 12);
+                let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
+                let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
+                stats.dest_bytes_read +=
+                    self.load_dests(prog, st, q, nd, 0, &mut vals, Some(&mut eps))?;
+                let degs: Vec<u32> = if dsize > 0 {
+                    self.layout.read(Part::Dests, qu, 4 * nd, nd)?
+                } else {
+                    vec![0; nd as usize]
+                };
+                stats.dest_bytes_read += nd * dsize;
                 (vals, eps, degs)
             }
             Some(hit) => {
@@ -664,21 +682,25 @@ impl<'s> ExternalEngine<'s> {
                 let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
                 let mut degs: Vec<u32> = vec![0; nd as usize];
                 for r in block_runs(hit, nd as usize) {
-                    st.read_dest_range(
+                    stats.dest_bytes_read += self.load_dests(
+                        prog,
+                        st,
                         q,
                         nd,
                         r.start as u64,
                         &mut vals[r.clone()],
-                        &mut eps[r.clone()],
+                        Some(&mut eps[r.clone()]),
                     )?;
-                    let d: Vec<u32> = self.layout.read(
-                        Part::Dests,
-                        qu,
-                        4 * (nd + r.start as u64),
-                        r.len() as u64,
-                    )?;
-                    degs[r.clone()].copy_from_slice(&d);
-                    stats.dest_bytes_read += r.len() as u64 * (vsize + 12);
+                    if dsize > 0 {
+                        let d: Vec<u32> = self.layout.read(
+                            Part::Dests,
+                            qu,
+                            4 * (nd + r.start as u64),
+                            r.len() as u64,
+                        )?;
+                        degs[r.clone()].copy_from_slice(&d);
+                    }
+                    stats.dest_bytes_read += r.len() as u64 * dsize;
                 }
                 (vals, eps, degs)
             }

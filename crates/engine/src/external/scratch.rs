@@ -4,10 +4,12 @@
 //! memory about them (block edge offsets, touched blocks, the mirror updates'
 //! skip table).
 
-use super::Epochs;
+use super::{Epochs, ExternalEngine, NEVER};
 use crate::error::Result;
+use crate::program::EdgeProgram;
 use outcore_io::ScratchFile;
 use outcore_state::AtomicBitmap;
+use outcore_store::vpart::Part;
 
 pub(super) struct Scratch<'a> {
     pub(super) dests: &'a ScratchFile,
@@ -25,6 +27,12 @@ pub(super) struct Scratch<'a> {
     /// later update can pass over a unit with nothing to write unread.
     pub(super) skip_pos: &'a [std::sync::OnceLock<Vec<u32>>],
     pub(super) skip: u64,
+    /// Bytes of the program's value.
+    pub(super) value_bytes: u64,
+    /// Per partition, the blocks of [`BLOCK`] destinations written at least
+    /// once; the others hold their initial values, which are computed from the
+    /// layout's ids (and out-degrees) when read rather than written up front.
+    pub(super) written: &'a [AtomicBitmap],
 }
 
 impl Scratch<'_> {
@@ -37,21 +45,6 @@ impl Scratch<'_> {
     ) -> Result<()> {
         self.write_dest_range(q, vals.len() as u64, 0, vals, eps)
     }
-    /// Destinations `i0..i0 + vals.len()` of partition q (of `n`).
-    pub(super) fn read_dest_range<V: bytemuck::Pod>(
-        &self,
-        q: u32,
-        n: u64,
-        i0: u64,
-        vals: &mut [V],
-        eps: &mut [Epochs],
-    ) -> Result<()> {
-        let b = self.dest_base[q as usize];
-        let vs = std::mem::size_of::<V>() as u64;
-        self.dests.read_pod(b + i0 * vs, vals)?;
-        self.dests.read_pod(b + n * vs + i0 * 8, eps)?;
-        Ok(())
-    }
     /// The values (not the epochs) of destinations `i0..i0 + vals.len()` of
     /// partition q.
     pub(super) fn read_dest_values<V: bytemuck::Pod>(
@@ -63,6 +56,19 @@ impl Scratch<'_> {
         let vs = std::mem::size_of::<V>() as u64;
         self.dests
             .read_pod(self.dest_base[q as usize] + i0 * vs, vals)?;
+        Ok(())
+    }
+    /// The epochs of destinations `i0..i0 + eps.len()` of partition q (of `n`).
+    pub(super) fn read_dest_epochs(
+        &self,
+        q: u32,
+        n: u64,
+        i0: u64,
+        eps: &mut [Epochs],
+    ) -> Result<()> {
+        let vs = self.value_bytes;
+        self.dests
+            .read_pod(self.dest_base[q as usize] + n * vs + i0 * 8, eps)?;
         Ok(())
     }
     /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`).
@@ -78,19 +84,90 @@ impl Scratch<'_> {
         let vs = std::mem::size_of::<V>() as u64;
         self.dests.write_pod(b + i0 * vs, vals)?;
         self.dests.write_pod(b + n * vs + i0 * 8, eps)?;
+        // Writes cover whole blocks (the partition's last one may be short).
+        debug_assert!(i0 as usize % BLOCK == 0);
+        debug_assert!((i0 as usize + vals.len()) % BLOCK == 0 || i0 + vals.len() as u64 == n);
+        let w = &self.written[q as usize];
+        for blk in i0 as usize / BLOCK..(i0 as usize + vals.len()).div_ceil(BLOCK) {
+            w.set(blk as u32);
+        }
         Ok(())
     }
-    /// All of partition q's `n` destinations.
-    pub(super) fn read_dests<V: bytemuck::Pod>(
+}
+
+impl ExternalEngine<'_> {
+    /// Destinations `i0..i0 + vals.len()` of partition q (of `n`), with their
+    /// epochs when `eps` is given: read from the scratch file where their block
+    /// was written, else their initial values from the layout's ids (and
+    /// out-degrees). Returns the bytes read.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn load_dests<P: EdgeProgram>(
         &self,
+        prog: &P,
+        st: &Scratch,
         q: u32,
         n: u64,
-    ) -> Result<(Vec<V>, Vec<Epochs>)> {
-        let mut vals: Vec<V> = vec![V::zeroed(); n as usize];
-        let mut eps: Vec<Epochs> = vec![[0; 2]; n as usize];
-        self.read_dest_range(q, n, 0, &mut vals, &mut eps)?;
-        Ok((vals, eps))
+        i0: u64,
+        vals: &mut [P::V],
+        mut eps: Option<&mut [Epochs]>,
+    ) -> Result<u64> {
+        let i0 = i0 as usize;
+        let vs = std::mem::size_of::<P::V>() as u64;
+        let mut bytes = 0u64;
+        for (r, w) in written_runs(&st.written[q as usize], i0, i0 + vals.len()) {
+            let local = r.start - i0..r.end - i0;
+            let len = r.len() as u64;
+            if w {
+                st.read_dest_values(q, r.start as u64, &mut vals[local.clone()])?;
+                bytes += len * vs;
+                if let Some(e) = eps.as_deref_mut() {
+                    st.read_dest_epochs(q, n, r.start as u64, &mut e[local])?;
+                    bytes += len * 8;
+                }
+                continue;
+            }
+            let ids: Vec<u32> =
+                self.layout
+                    .read(Part::Dests, q as usize, 4 * r.start as u64, len)?;
+            bytes += len * 4;
+            let degs: Vec<u32> = if prog.uses_degrees() {
+                bytes += len * 4;
+                self.layout
+                    .read(Part::Dests, q as usize, 4 * (n + r.start as u64), len)?
+            } else {
+                vec![0; r.len()]
+            };
+            for (j, (&v, &d)) in ids.iter().zip(&degs).enumerate() {
+                let (x, act) = prog.init(v, d, &mut [0.0; 4]);
+                vals[local.start + j] = x;
+                if let Some(e) = eps.as_deref_mut() {
+                    e[local.start + j] = [if act { 0 } else { NEVER }, 0];
+                }
+            }
+        }
+        Ok(bytes)
     }
+}
+
+/// The runs of destinations `i0..i1` of partition q by whether their blocks were
+/// written (`true`) or still hold their initial values.
+pub(super) fn written_runs(
+    written: &AtomicBitmap,
+    i0: usize,
+    i1: usize,
+) -> Vec<(std::ops::Range<usize>, bool)> {
+    let mut runs: Vec<(std::ops::Range<usize>, bool)> = Vec::new();
+    let mut a = i0;
+    while a < i1 {
+        let b = ((a / BLOCK + 1) * BLOCK).min(i1);
+        let w = written.get((a / BLOCK) as u32);
+        match runs.last_mut() {
+            Some((r, lw)) if *lw == w => r.end = b,
+            _ => runs.push((a..b, w)),
+        }
+        a = b;
+    }
+    runs
 }
 
 /// Destinations per block of the apply step (the unit of sparse reads).
