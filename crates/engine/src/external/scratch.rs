@@ -85,8 +85,10 @@ impl Scratch<'_> {
         self.dests.write_pod(b + i0 * vs, vals)?;
         self.dests.write_pod(b + n * vs + i0 * 8, eps)?;
         // Writes cover whole blocks (the partition's last one may be short).
-        debug_assert!(i0 as usize % BLOCK == 0);
-        debug_assert!((i0 as usize + vals.len()) % BLOCK == 0 || i0 + vals.len() as u64 == n);
+        debug_assert!((i0 as usize).is_multiple_of(BLOCK));
+        debug_assert!(
+            (i0 as usize + vals.len()).is_multiple_of(BLOCK) || i0 + vals.len() as u64 == n
+        );
         let w = &self.written[q as usize];
         for blk in i0 as usize / BLOCK..(i0 as usize + vals.len()).div_ceil(BLOCK) {
             w.set(blk as u32);
