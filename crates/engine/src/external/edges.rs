@@ -219,17 +219,31 @@ impl ExternalEngine<'_> {
         let (lat, bw) = self.costs;
         let mut e_off = 0u64; // edge index of the chunk's first source
         let mut c0 = 0u64;
+        let touched = &st.touched[qu][slot_prev as usize];
         while c0 < nm {
-            let c = (nm - c0).min(plan.chunk_entries);
-            let (b0, b1) = (c0 / MBLOCK, (c0 + c).div_ceil(MBLOCK));
-            if skippable && !(b0..b1).any(|b| st.touched[qu][slot_prev as usize].get(b as u32)) {
-                // No entry of these blocks was written since the slot's last
-                // clearing: none can read as active.
-                n.chunks_skipped += 1;
-                e_off = st.block_off[qu][b1 as usize];
-                c0 += c;
-                continue;
+            let mut c = (nm - c0).min(plan.chunk_entries);
+            if skippable {
+                // A run of blocks none of whose entries was written since the
+                // slot's last clearing (none can read as active) is passed over;
+                // otherwise the chunk is the run of touched blocks from here (at
+                // most a chunk's worth), so only those are read.
+                let b0 = c0 / MBLOCK;
+                let nb = nm.div_ceil(MBLOCK);
+                let is = |b: u64| touched.get(b as u32);
+                let first = is(b0);
+                let mut b1 = b0 + 1;
+                while b1 < nb && is(b1) == first && (!first || (b1 - b0) * MBLOCK < c) {
+                    b1 += 1;
+                }
+                c = (b1 * MBLOCK).min(nm) - c0;
+                if !first {
+                    n.chunks_skipped += 1;
+                    e_off = st.block_off[qu][b1 as usize];
+                    c0 += c;
+                    continue;
+                }
             }
+            let b0 = c0 / MBLOCK;
             debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
             let tio = Instant::now();
             let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, qu, 8 * c0, c)?;
