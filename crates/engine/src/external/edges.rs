@@ -51,20 +51,33 @@ struct ReadCounts {
     active_sources: u64,
 }
 
+/// What one partition's edge pass works on: the program, the scratch state and
+/// plan, partition q and iteration it.
+pub(super) struct Pass<'a, P> {
+    pub(super) prog: &'a P,
+    pub(super) st: &'a Scratch<'a>,
+    pub(super) plan: &'a Plan,
+    pub(super) q: u32,
+    pub(super) it: u64,
+}
+
+impl<P> Clone for Pass<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P> Copy for Pass<'_, P> {}
+
 impl ExternalEngine<'_> {
     /// Applies every active source's edges into partition q's accumulators
     /// (one per thread); returns (active sources, edges applied).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn stream_edges<P: EdgeProgram>(
         &self,
-        prog: &P,
-        st: &Scratch,
-        plan: &Plan,
-        q: u32,
-        it: u64,
+        pass: Pass<'_, P>,
         accs: &mut [Vec<u64>],
         stats: &mut ExternalStats,
     ) -> Result<(u64, u64)> {
+        let (prog, q) = (pass.prog, pass.q);
         let qu = q as usize;
         let nd = self.layout.record.dests[qu];
         let threads = accs.len();
@@ -76,7 +89,14 @@ impl ExternalEngine<'_> {
         let (tx, rx) = sync_channel::<Result<Work>>(1);
         let (free_tx, free_rx) = sync_channel::<Vec<u8>>(super::plan::IN_FLIGHT);
         let (counts, res) = std::thread::scope(|sc| {
-            let reader = sc.spawn(move || self.read_edges(prog, st, plan, q, it, tx, free_rx));
+            let reader = sc.spawn(move || {
+                let mut n = ReadCounts::default();
+                if let Err(e) = self.read_edges(pass, &tx, &free_rx, &mut n) {
+                    // A read error is the last item the applying side receives.
+                    let _ = tx.send(Err(e));
+                }
+                n
+            });
             let res = (|| -> Result<()> {
                 loop {
                     let tw = Instant::now();
@@ -177,38 +197,21 @@ impl ExternalEngine<'_> {
 
     /// The reader: chunks of q's source table with the mirrors' slot
     /// `(it - 1) % 2`, the active sources' edges in windows, sent to `tx` until
-    /// the table ends or the receiver is gone. Returns its counters; a read error
-    /// is sent as the last item.
-    #[allow(clippy::too_many_arguments)]
+    /// the table ends or the receiver is gone (counters in `n`).
     fn read_edges<P: EdgeProgram>(
         &self,
-        prog: &P,
-        st: &Scratch,
-        plan: &Plan,
-        q: u32,
-        it: u64,
-        tx: SyncSender<Result<Work>>,
-        free: Receiver<Vec<u8>>,
-    ) -> ReadCounts {
-        let mut n = ReadCounts::default();
-        if let Err(e) = self.read_edges_into(prog, st, plan, q, it, &tx, &free, &mut n) {
-            let _ = tx.send(Err(e));
-        }
-        n
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn read_edges_into<P: EdgeProgram>(
-        &self,
-        prog: &P,
-        st: &Scratch,
-        plan: &Plan,
-        q: u32,
-        it: u64,
+        pass: Pass<'_, P>,
         tx: &SyncSender<Result<Work>>,
         free: &Receiver<Vec<u8>>,
         n: &mut ReadCounts,
     ) -> Result<()> {
+        let Pass {
+            prog,
+            st,
+            plan,
+            q,
+            it,
+        } = pass;
         let qu = q as usize;
         let nm = self.layout.record.mirrors[qu];
         let eb = self.layout.edge_bytes() as usize;

@@ -620,8 +620,17 @@ impl<'s> ExternalEngine<'s> {
             .collect();
         let narrow = prog.narrow_messages();
         let all = prog.all_active();
-        let (active_sources, part_edges) =
-            self.stream_edges(prog, st, plan, q, it, &mut accs, stats)?;
+        let (active_sources, part_edges) = self.stream_edges(
+            edges::Pass {
+                prog,
+                st,
+                plan,
+                q,
+                it,
+            },
+            &mut accs,
+            stats,
+        )?;
         if part_edges == 0 && prog.idle_without_messages() {
             // Nothing arrived: no destination changes, nothing to write.
             stats.partitions_idle += 1;
