@@ -98,8 +98,10 @@ pub struct BitPacker {
 }
 
 impl BitPacker {
+    /// A packer of `width`-bit values; width 0 is an empty block's (it never
+    /// packs a value).
     pub fn new(width: u32) -> BitPacker {
-        debug_assert!((1..=32).contains(&width));
+        debug_assert!(width <= 32);
         BitPacker {
             acc: 0,
             held: 0,
@@ -109,6 +111,7 @@ impl BitPacker {
     /// Appends `v` (`< 2^width`); a word is pushed to `out` whenever one fills.
     #[inline]
     pub fn push(&mut self, v: u32, out: &mut Vec<u32>) {
+        debug_assert!(self.width > 0, "a value packed into an empty block");
         debug_assert!(
             self.width == 32 || v >> self.width == 0,
             "{v} wider than {}",
