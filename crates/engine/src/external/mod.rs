@@ -557,16 +557,20 @@ impl<'s> ExternalEngine<'s> {
         let rec = &self.layout.record;
         let k = rec.partitions as usize;
         let n = out.len() as u64;
-        const PIECE: u64 = 1 << 16;
+        const MAX_PIECE: u64 = 1 << 16;
         let osize = std::mem::size_of::<P::Out>().max(1) as u64;
         let window = if self.cfg.result_window > 0 {
             self.cfg.result_window
         } else if out.is_mapped() {
             // A sixteenth of the budget of output pages at a time.
-            (self.cfg.memory / 16 / osize).max(PIECE)
+            (self.cfg.memory / 16 / osize).max(MAX_PIECE)
         } else {
             n.max(1)
         };
+        // Ids are read in pieces of about what a partition holds in one window,
+        // so a piece is mostly used by the window that reads it (the rest is
+        // read again by the next).
+        let piece = (window / k.max(1) as u64 + 1).clamp(1024, MAX_PIECE);
         let mut cursor = vec![0u64; k];
         let mut w0 = 0u64;
         while w0 < n {
@@ -574,7 +578,7 @@ impl<'s> ExternalEngine<'s> {
             for (q, cur) in cursor.iter_mut().enumerate() {
                 let nd = rec.dests[q];
                 while *cur < nd {
-                    let c = PIECE.min(nd - *cur);
+                    let c = piece.min(nd - *cur);
                     let ids: Vec<u32> = self.layout.read(Part::Dests, q, 4 * *cur, c)?;
                     let m = ids.partition_point(|&v| (v as u64) < w1);
                     if m > 0 {
