@@ -177,11 +177,12 @@ fn vertex_memory_for(
         vm = vm * 3 / 4;
     }
     Err(crate::embed::budget(format!(
-        "--memory {} is too small for the external engine: {} vertices at {bpv} bytes each in at most {} partitions, beside {} fixed, mirror buffers and 512 KiB of chunk buffers",
+        "--memory {} is too small for the external engine: {} vertices at {bpv} bytes each in at most {} partitions, beside {} fixed, mirror buffers and {} of chunk buffers",
         format_bytes(memory),
         n,
         vpart::MAX_PARTITIONS,
-        format_bytes(FIXED_BYTES)
+        format_bytes(FIXED_BYTES),
+        format_bytes(2 * external::min_slot(eb))
     )))
 }
 

@@ -6,10 +6,11 @@
 //!
 //! # Pipeline
 //! At most three windows are alive at a time: the one being applied, one
-//! waiting in a channel of capacity one, and the one being read; the plan sizes
-//! chunks and windows for that ([`super::plan::IN_FLIGHT`]). Window buffers
-//! come back to the reader through a second channel and are reused, so a
-//! partition allocates at most three of them. The reader's time in reads is
+//! waiting in a channel of capacity one, and the one being read; two (a
+//! rendezvous channel) when the budget's chunk memory holds no more. The plan
+//! sizes chunks and windows for that ([`super::plan::Plan::in_flight`]). Window
+//! buffers come back to the reader through a second channel and are reused, so a
+//! partition allocates at most that many. The reader's time in reads is
 //! `io_seconds`; the applying side's is `compute_seconds`, and
 //! `edge_wait_seconds` the time it waited for a window (the part of the reads
 //! not overlapped).
@@ -86,8 +87,8 @@ impl ExternalEngine<'_> {
         let narrow = prog.narrow_messages();
         let mut part_edges = 0u64;
         let mut bad: Option<(u32, u32, f32)> = None;
-        let (tx, rx) = sync_channel::<Result<Work>>(1);
-        let (free_tx, free_rx) = sync_channel::<Vec<u8>>(super::plan::IN_FLIGHT);
+        let (tx, rx) = sync_channel::<Result<Work>>(pass.plan.in_flight as usize - 2);
+        let (free_tx, free_rx) = sync_channel::<Vec<u8>>(pass.plan.in_flight as usize);
         let (counts, res) = std::thread::scope(|sc| {
             let reader = sc.spawn(move || {
                 let mut n = ReadCounts::default();

@@ -64,9 +64,10 @@
 //! mask chunk, the mirror updates' skip table (at most 64 KiB: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
-//! between 1.5 and 64 MiB, a third for each of the three windows of edges (with
-//! their chunks of source entries, 64 bytes per entry — its record, mirror entry
-//! and work lists) alive in the edge pass's pipeline (`edges.rs`). A layout whose largest
+//! between 2 x [`min_slot`] (520 KiB unweighted, 528 KiB weighted) and 64 MiB, shared by the three
+//! windows of edges (two when fewer fit), with their chunks of source entries
+//! (64 bytes per entry — its record, mirror entry and work lists), alive in the
+//! edge pass's pipeline (`edges.rs`). A layout whose largest
 //! partition does not fit is refused with [`EngineError::Budget`]; the caller
 //! repartitions.
 
@@ -86,7 +87,7 @@ use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::vpart::{Part, VpartLayout};
 use outcore_store::Store;
 use plan::{device_costs, MBLOCK};
-pub use plan::{min_memory, mirror_buffer, plan, Plan, FIXED_BYTES};
+pub use plan::{min_memory, min_slot, mirror_buffer, plan, Plan, FIXED_BYTES};
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -3,23 +3,30 @@
 
 use outcore_io::DeviceProfile;
 
-/// Unchanged mirror entries rewritten rather than starting a new write: as many
-/// as a mirror buffer holds, between 512 and 8192 (64 KiB). A write that starts
-/// or ends inside a page the page cache no longer holds makes the kernel read
-/// that page first (one random read, ~70 us on the SSD measured, the time of
-/// ~128 KiB read sequentially), so rewriting a gap of up to 64 KiB is cheaper
-/// than splitting the write there. Measured on Kronecker 24 bfs (1/4 budget):
-/// with 512 the mirror updates kept the partition loop waiting 3.6 s of a 19 s
-/// run, with 8192 0.8 s of 16 s.
+/// Unchanged mirror entries rewritten rather than starting a new write: a
+/// quarter of a mirror buffer's entries, between 512 and 8192 (64 KiB). A write
+/// that starts or ends inside a page the page cache no longer holds makes the
+/// kernel read that page first (one random read, ~70 us on the SSD measured, the
+/// time of ~128 KiB read sequentially), so rewriting a gap of up to 64 KiB is
+/// cheaper than splitting the write there. Measured on Kronecker 24 bfs (1/4
+/// budget): with 512 the mirror updates kept the partition loop waiting 3.6 s
+/// of a 19 s run, with 8192 0.8 s of 16 s.
 pub(super) fn mirror_gap(buf_bytes: u64) -> usize {
-    (buf_bytes / 8).clamp(512, 8192) as usize
+    (buf_bytes / 32).clamp(512, 8192) as usize
 }
 /// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
 /// at most one active-source and one window-part entry (24 each).
 pub(super) const CHUNK_ENTRY_BYTES: u64 = 64;
 /// Windows of edges (with their chunks of source entries) alive at a time in a
-/// partition's edge pass: applied, waiting, being read (`edges.rs`).
-pub(super) const IN_FLIGHT: usize = 3;
+/// partition's edge pass: applied, waiting, being read (`edges.rs`); two (no
+/// window waiting) when the chunk memory holds no more.
+pub(super) const IN_FLIGHT: u64 = 3;
+
+/// The least chunk memory of one window in flight: a chunk of one block of
+/// source entries and 1024 edges.
+pub fn min_slot(edge_bytes: u64) -> u64 {
+    MBLOCK * CHUNK_ENTRY_BYTES + 1024 * edge_bytes
+}
 /// Source-table entries per block: the unit of skipping (chunks are whole blocks).
 pub(super) const MBLOCK: u64 = 4096;
 /// Destinations whose mirror masks are read at a time.
@@ -56,6 +63,8 @@ pub struct Plan {
     pub chunk_memory: u64,
     pub chunk_entries: u64,
     pub window_edges: u64,
+    /// Windows alive at a time in the edge pass (2 or [`IN_FLIGHT`]).
+    pub in_flight: u64,
 }
 
 /// Plans memory for `layout` under `memory` with `bytes_per_vertex` per destination.
@@ -77,8 +86,9 @@ pub fn plan(
     // 8 bytes and a bit each).
     let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + 17;
     let dest = record.max_dests() * per_dest;
-    // Every window in flight with a chunk of at least one block.
-    let min_chunk = 2 * IN_FLIGHT as u64 * MBLOCK * CHUNK_ENTRY_BYTES;
+    // Two windows in flight, each with a chunk of at least one block.
+    let slot_min = min_slot(edge_bytes);
+    let min_chunk = 2 * slot_min;
     let left = memory.saturating_sub(fixed + dest);
     if left < min_chunk {
         return Err(format!(
@@ -92,13 +102,22 @@ pub fn plan(
         ));
     }
     let chunk = left.min(64 << 20);
-    let per_edge = edge_bytes;
+    let in_flight = if chunk >= IN_FLIGHT * slot_min {
+        IN_FLIGHT
+    } else {
+        2
+    };
+    // Each window in flight: half its share for the chunk of source entries
+    // (whole blocks, at least one), the rest for edges (at least 1024).
+    let slot = chunk / in_flight;
+    let chunk_entries = (slot / 2 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK;
     Ok(Plan {
         mirror_buffer: mirror_buf,
         dest_memory: dest,
         chunk_memory: chunk,
-        chunk_entries: (chunk / 2 / IN_FLIGHT as u64 / CHUNK_ENTRY_BYTES / MBLOCK).max(1) * MBLOCK,
-        window_edges: (chunk / 2 / IN_FLIGHT as u64 / per_edge).max(1024),
+        chunk_entries,
+        window_edges: ((slot - chunk_entries * CHUNK_ENTRY_BYTES) / edge_bytes).max(1024),
+        in_flight,
     })
 }
 
