@@ -16,7 +16,9 @@ for d in sys.argv[1:]:
         mirror = None
         if stats.exists() and r["config"] == "external" and r["status"] == "ok":
             j = json.load(open(stats))
-            mirror = j["engine"]["mirror_update_seconds"] / j["seconds"]
+            e = j["engine"]
+            mirror = (e["mirror_update_seconds"] / j["seconds"],
+                      e.get("mirror_wait_seconds", 0.0) / j["seconds"])
         rows.append((r, mirror))
 
 
@@ -35,8 +37,8 @@ def fmt(t, bad):
     return f"{t:.1f}" if t is not None else (bad[0] if bad else "-")
 
 
-print("| algorithm | budget (hard limit) | semi-external floor s | external s | mapped arrays s | sort-reduce s | mapped / external | sort-reduce / external | external / floor | mirror-update thread busy |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| algorithm | budget (hard limit) | semi-external floor s | external s | mapped arrays s | sort-reduce s | mapped / external | sort-reduce / external | external / floor | mirror-update thread busy | partition loop waiting for it |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for algo in ["pagerank", "bfs"]:
     floor, _, _, _, _ = pick(algo, "semi-external", "stream")
     for sc, label in [("quarter", "1/4: 112M (144 MiB)"), ("eighth", "1/8: 56M (88 MiB)")]:
@@ -46,4 +48,5 @@ for algo in ["pagerank", "bfs"]:
         ratio = lambda a: f"{a / ext:.2f}x" if a and ext else "-"
         print(f"| {algo} | {label} | {fmt(floor, [])} | {fmt(ext, eb)} | {fmt(mp, mb)} | {fmt(sr, sb)} | "
               f"{ratio(mp)} | {ratio(sr)} | {f'{ext / floor:.2f}x' if ext and floor else '-'} | "
-              f"{f'{mir * 100:.0f}%' if mir is not None else '-'} |")
+              f"{f'{mir[0] * 100:.0f}%' if mir is not None else '-'} | "
+              f"{f'{mir[1] * 100:.1f}%' if mir is not None else '-'} |")
