@@ -119,13 +119,7 @@ impl ExternalEngine<'_> {
                         narrow,
                     };
                     let b = if threads <= 1 {
-                        let mut b = None;
-                        for &(i, x, y) in &w.parts {
-                            if let Some(e) = apply_direct(prog, &win, &ctx, i, x, y, &mut accs[0]) {
-                                b.get_or_insert(e);
-                            }
-                        }
-                        b
+                        apply_parts(prog, &win, &ctx, &w.parts, &mut accs[0])
                     } else {
                         let cuts = shares(&w.parts, w.edges, threads);
                         let parts = &w.parts;
@@ -133,15 +127,7 @@ impl ExternalEngine<'_> {
                             accs.par_iter_mut()
                                 .enumerate()
                                 .map(|(t, acc)| {
-                                    let mut b = None;
-                                    for &(i, x, y) in &parts[cuts[t]..cuts[t + 1]] {
-                                        if let Some(e) =
-                                            apply_direct(prog, &win, &ctx, i, x, y, acc)
-                                        {
-                                            b.get_or_insert(e);
-                                        }
-                                    }
-                                    b
+                                    apply_parts(prog, &win, &ctx, &parts[cuts[t]..cuts[t + 1]], acc)
                                 })
                                 .collect::<Vec<_>>()
                                 .into_iter()
@@ -185,11 +171,11 @@ impl ExternalEngine<'_> {
                     ),
                 }));
             }
-            let ids: Vec<u32> = self.layout.read(Part::Dests, qu, 0, nd)?;
+            let v: Vec<u32> = self.layout.read(Part::Dests, qu, 4 * local as u64, 1)?;
             return Err(EngineError::BadEdge {
                 program: prog.name(),
                 u,
-                v: ids[local as usize],
+                v: v[0],
                 w,
             });
         }
@@ -411,6 +397,23 @@ fn apply_direct<P: EdgeProgram>(
             None => {
                 bad.get_or_insert((u, t, w));
             }
+        }
+    }
+    bad
+}
+
+/// Applies `parts` (source index, edge range) into `acc`; the first bad edge.
+fn apply_parts<P: EdgeProgram>(
+    prog: &P,
+    win: &Window,
+    ctx: &SrcCtx,
+    parts: &[(u32, u64, u64)],
+    acc: &mut [u64],
+) -> Option<(u32, u32, f32)> {
+    let mut bad = None;
+    for &(i, x, y) in parts {
+        if let Some(e) = apply_direct(prog, win, ctx, i, x, y, acc) {
+            bad.get_or_insert(e);
         }
     }
     bad

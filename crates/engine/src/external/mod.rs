@@ -218,7 +218,8 @@ pub struct ExternalStats {
     pub read_requests: u64,
     pub bytes_written: u64,
     pub write_requests: u64,
-    /// The reader thread's time in edge-pass reads (overlapped with applying).
+    /// Time in reads and writes: the edge passes' reader thread (overlapped with
+    /// applying) and the destinations' loads and write-backs.
     pub io_seconds: f64,
     pub compute_seconds: f64,
     /// Of the edge passes, the time spent waiting for the reader: the reads
@@ -406,7 +407,6 @@ impl<'s> ExternalEngine<'s> {
             touched: &touched,
             skip_pos: &skip_pos,
             skip: plan::skip_chunk(rec.dests.iter().sum(), k as u64),
-            value_bytes: vsize,
             written: &written,
         };
 
@@ -584,7 +584,7 @@ impl<'s> ExternalEngine<'s> {
                     let m = ids.partition_point(|&v| (v as u64) < w1);
                     if m > 0 {
                         let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); m];
-                        self.load_dests(prog, st, q as u32, nd, *cur, &mut vals, None)?;
+                        self.load_dests(prog, st, q as u32, nd, *cur, &mut vals, None, None)?;
                         for (&v, x) in ids[..m].iter().zip(&vals) {
                             out[v as usize] = prog.output(x);
                         }
@@ -674,51 +674,30 @@ impl<'s> ExternalEngine<'s> {
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
         let vsize = std::mem::size_of::<P::V>() as u64;
-        // Out-degrees are read only for programs that use them (0 otherwise).
-        let dsize = if prog.uses_degrees() { 4 } else { 0 };
-        let (mut vals, mut eps, degs) = match &hit {
-            None => {
-                let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
-                let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
-                stats.dest_bytes_read +=
-                    self.load_dests(prog, st, q, nd, 0, &mut vals, Some(&mut eps))?;
-                let degs: Vec<u32> = if dsize > 0 {
-                    self.layout.read(Part::Dests, qu, 4 * nd, nd)?
-                } else {
-                    vec![0; nd as usize]
-                };
-                stats.dest_bytes_read += nd * dsize;
-                (vals, eps, degs)
-            }
+        // The destinations read, applied and written back: all, or the runs of
+        // blocks a message reached.
+        let runs = match &hit {
+            None => std::iter::once(0..nd as usize).collect::<Vec<_>>(),
             Some(hit) => {
                 stats.sparse_applies += 1;
-                let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
-                let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
-                let mut degs: Vec<u32> = vec![0; nd as usize];
-                for r in block_runs(hit, nd as usize) {
-                    stats.dest_bytes_read += self.load_dests(
-                        prog,
-                        st,
-                        q,
-                        nd,
-                        r.start as u64,
-                        &mut vals[r.clone()],
-                        Some(&mut eps[r.clone()]),
-                    )?;
-                    if dsize > 0 {
-                        let d: Vec<u32> = self.layout.read(
-                            Part::Dests,
-                            qu,
-                            4 * (nd + r.start as u64),
-                            r.len() as u64,
-                        )?;
-                        degs[r.clone()].copy_from_slice(&d);
-                    }
-                    stats.dest_bytes_read += r.len() as u64 * dsize;
-                }
-                (vals, eps, degs)
+                block_runs(hit, nd as usize)
             }
         };
+        let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
+        let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
+        let mut degs: Vec<u32> = vec![0; nd as usize];
+        for r in &runs {
+            stats.dest_bytes_read += self.load_dests(
+                prog,
+                st,
+                q,
+                nd,
+                r.start as u64,
+                &mut vals[r.clone()],
+                Some(&mut eps[r.clone()]),
+                Some(&mut degs[r.clone()]),
+            )?;
+        }
         stats.io_seconds += tio.elapsed().as_secs_f64();
         // Apply, in fixed blocks so the aggregates add up in the same order always.
         let tc = Instant::now();
@@ -763,17 +742,9 @@ impl<'s> ExternalEngine<'s> {
         }
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
-        match &hit {
-            None => {
-                st.write_dests(q, &vals, &eps)?;
-                stats.dest_bytes_written += nd * (vsize + 8);
-            }
-            Some(hit) => {
-                for r in block_runs(hit, nd as usize) {
-                    st.write_dest_range(q, nd, r.start as u64, &vals[r.clone()], &eps[r.clone()])?;
-                    stats.dest_bytes_written += r.len() as u64 * (vsize + 8);
-                }
-            }
+        for r in &runs {
+            st.write_dest_range(q, nd, r.start as u64, &vals[r.clone()], &eps[r.clone()])?;
+            stats.dest_bytes_written += r.len() as u64 * (vsize + 8);
         }
         stats.io_seconds += tio.elapsed().as_secs_f64();
         let mut job = MirrorJob::new(prog, q, it, &vals, &eps, &degs);

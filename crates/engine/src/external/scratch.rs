@@ -27,8 +27,6 @@ pub(super) struct Scratch<'a> {
     /// later update can pass over a unit with nothing to write unread.
     pub(super) skip_pos: &'a [std::sync::OnceLock<Vec<u32>>],
     pub(super) skip: u64,
-    /// Bytes of the program's value.
-    pub(super) value_bytes: u64,
     /// Per partition, the blocks of [`BLOCK`] destinations written at least
     /// once; the others hold their initial values, which are computed from the
     /// layout's ids (and out-degrees) when read rather than written up front.
@@ -36,15 +34,6 @@ pub(super) struct Scratch<'a> {
 }
 
 impl Scratch<'_> {
-    /// Writes all of partition q's destinations.
-    pub(super) fn write_dests<V: bytemuck::Pod>(
-        &self,
-        q: u32,
-        vals: &[V],
-        eps: &[Epochs],
-    ) -> Result<()> {
-        self.write_dest_range(q, vals.len() as u64, 0, vals, eps)
-    }
     /// The values (not the epochs) of destinations `i0..i0 + vals.len()` of
     /// partition q.
     pub(super) fn read_dest_values<V: bytemuck::Pod>(
@@ -58,15 +47,16 @@ impl Scratch<'_> {
             .read_pod(self.dest_base[q as usize] + i0 * vs, vals)?;
         Ok(())
     }
-    /// The epochs of destinations `i0..i0 + eps.len()` of partition q (of `n`).
-    pub(super) fn read_dest_epochs(
+    /// The epochs of destinations `i0..i0 + eps.len()` of partition q (of `n`,
+    /// whose values are `V`).
+    pub(super) fn read_dest_epochs<V>(
         &self,
         q: u32,
         n: u64,
         i0: u64,
         eps: &mut [Epochs],
     ) -> Result<()> {
-        let vs = self.value_bytes;
+        let vs = std::mem::size_of::<V>() as u64;
         self.dests
             .read_pod(self.dest_base[q as usize] + n * vs + i0 * 8, eps)?;
         Ok(())
@@ -99,9 +89,10 @@ impl Scratch<'_> {
 
 impl ExternalEngine<'_> {
     /// Destinations `i0..i0 + vals.len()` of partition q (of `n`), with their
-    /// epochs when `eps` is given: read from the scratch file where their block
-    /// was written, else their initial values from the layout's ids (and
-    /// out-degrees). Returns the bytes read.
+    /// epochs when `eps` is given and their out-degrees when `degs` is (left as
+    /// they are for programs that do not use them): values and epochs read from
+    /// the scratch file where their block was written, else the initial ones
+    /// computed from the layout's ids (and out-degrees). Returns the bytes read.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn load_dests<P: EdgeProgram>(
         &self,
@@ -112,34 +103,47 @@ impl ExternalEngine<'_> {
         i0: u64,
         vals: &mut [P::V],
         mut eps: Option<&mut [Epochs]>,
+        mut degs: Option<&mut [u32]>,
     ) -> Result<u64> {
-        let i0 = i0 as usize;
+        let qu = q as usize;
         let vs = std::mem::size_of::<P::V>() as u64;
+        let uses = prog.uses_degrees();
         let mut bytes = 0u64;
-        for (r, w) in written_runs(&st.written[q as usize], i0, i0 + vals.len()) {
+        if let Some(d) = degs.as_deref_mut().filter(|_| uses) {
+            d.copy_from_slice(&self.layout.read::<u32>(
+                Part::Dests,
+                qu,
+                4 * (n + i0),
+                d.len() as u64,
+            )?);
+            bytes += 4 * d.len() as u64;
+        }
+        let i0 = i0 as usize;
+        for (r, w) in written_runs(&st.written[qu], i0, i0 + vals.len()) {
             let local = r.start - i0..r.end - i0;
             let len = r.len() as u64;
             if w {
                 st.read_dest_values(q, r.start as u64, &mut vals[local.clone()])?;
                 bytes += len * vs;
                 if let Some(e) = eps.as_deref_mut() {
-                    st.read_dest_epochs(q, n, r.start as u64, &mut e[local])?;
+                    st.read_dest_epochs::<P::V>(q, n, r.start as u64, &mut e[local])?;
                     bytes += len * 8;
                 }
                 continue;
             }
-            let ids: Vec<u32> =
-                self.layout
-                    .read(Part::Dests, q as usize, 4 * r.start as u64, len)?;
+            let ids: Vec<u32> = self.layout.read(Part::Dests, qu, 4 * r.start as u64, len)?;
             bytes += len * 4;
-            let degs: Vec<u32> = if prog.uses_degrees() {
-                bytes += len * 4;
-                self.layout
-                    .read(Part::Dests, q as usize, 4 * (n + r.start as u64), len)?
-            } else {
-                vec![0; r.len()]
+            // The run's out-degrees: read above, or now when not asked for.
+            let run_degs: Vec<u32> = match degs.as_deref() {
+                Some(d) => d[local.clone()].to_vec(),
+                None if uses => {
+                    bytes += len * 4;
+                    self.layout
+                        .read(Part::Dests, qu, 4 * (n + r.start as u64), len)?
+                }
+                None => vec![0; r.len()],
             };
-            for (j, (&v, &d)) in ids.iter().zip(&degs).enumerate() {
+            for (j, (&v, &d)) in ids.iter().zip(&run_degs).enumerate() {
                 let (x, act) = prog.init(v, d, &mut [0.0; 4]);
                 vals[local.start + j] = x;
                 if let Some(e) = eps.as_deref_mut() {
