@@ -24,6 +24,14 @@ pub(super) struct LineCtx {
     pub(super) min_id: u64,
 }
 
+/// What one text line holds.
+enum Line {
+    /// Blank, a comment.
+    Skip,
+    Edge(u64, u64, f32),
+    Err(String),
+}
+
 pub(super) fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> ChunkOut {
     edges.clear();
     let mut out = ChunkOut {
@@ -36,121 +44,212 @@ pub(super) fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge
     };
     let mut max_id: u64 = 0;
     let mut any = false;
-    for (k, line) in lines(buf).enumerate() {
-        let ln = k as u64 + 1;
-        out.lines = ln;
-        let t = trim_ascii(line);
-        if t.is_empty() {
-            continue;
-        }
-        let comment = match ctx.format {
-            Format::Text => t[0] == b'#' || t[0] == b'%',
-            Format::Csv => t[0] == b'#',
-            Format::Dimacs => t[0] == b'c',
-            Format::Mtx => t[0] == b'%',
-            _ => false,
-        };
-        if comment {
-            continue;
-        }
-        let mut f = fields_of(t, ctx.format == Format::Csv);
-        if ctx.format == Format::Dimacs {
-            let tag = f.next().unwrap_or_default();
-            if tag != b"a" {
-                let msg = if tag == b"p" {
-                    "a second problem line".to_string()
-                } else {
-                    format!("malformed line: expected `a u v w`, found {}", show(line))
-                };
-                out.err = Some((ln, msg));
-                return out;
-            }
-        }
-        let fs: [Option<&[u8]>; 4] = [f.next(), f.next(), f.next(), f.next()];
-        let ncols = fs.iter().filter(|x| x.is_some()).count();
-        let expect = match ctx.format {
-            Format::Text | Format::Csv => None,
-            _ => Some(if ctx.weighted { 3 } else { 2 }),
-        };
-        let bad_shape = match expect {
-            Some(e) => ncols != e,
-            None => ncols != 2 && ncols != 3,
-        };
-        if bad_shape {
-            let want = match (ctx.format, ctx.weighted) {
-                (Format::Dimacs, _) => "`a u v w`",
-                (Format::Mtx, true) => "`ROW COL VALUE`",
-                (Format::Mtx, false) => "`ROW COL`",
-                (Format::Csv, _) => "`u,v` or `u,v,w`",
-                _ => "`u v` or `u v w`",
-            };
-            out.err = Some((
-                ln,
-                format!("malformed line: expected {want}, found {}", show(line)),
-            ));
-            return out;
-        }
-        if matches!(ctx.format, Format::Text | Format::Csv) {
-            match out.cols {
-                None => out.cols = Some((ncols, ln)),
-                Some((c, first)) if c != ncols => {
-                    out.err = Some((ln, format!("malformed line: {ncols} columns, but line {{LINE{first}}} has {c}; found {}", show(line))));
-                    return out;
-                }
-                _ => {}
-            }
-        }
-        let (Some(u), Some(v)) = (parse_u64(fs[0].unwrap()), parse_u64(fs[1].unwrap())) else {
-            out.err = Some((
-                ln,
-                format!(
-                    "malformed line: vertex ids must be non-negative integers, found {}",
-                    show(line)
-                ),
-            ));
-            return out;
-        };
-        for id in [u, v] {
-            if id < ctx.min_id {
-                out.err = Some((
-                    ln,
-                    format!(
-                        "vertex id {id} is out of range: ids in this format start at {}",
-                        ctx.min_id
-                    ),
-                ));
-                return out;
-            }
-            if id > ctx.id_max {
-                out.err = Some((ln, format!("vertex id {id} {}", ctx.id_max_reason)));
-                return out;
-            }
-        }
-        let w = if ncols == 3 {
-            match parse_weight(fs[2].unwrap()) {
-                Ok(w) => w,
-                Err(e) => {
-                    out.err = Some((ln, format!("{e} in line {}", show(line))));
-                    return out;
-                }
-            }
+    let fast = ctx.format == Format::Text;
+    let n = buf.len();
+    let mut pos = 0usize;
+    // Line number (in the chunk) of the line starting at `pos`.
+    let mut ln = 0u64;
+    loop {
+        ln += 1;
+        // The common SNAP line in one pass; anything else (and every line the
+        // fast path would have to refuse) goes through the general parser, which
+        // gives the exact message.
+        let fast_line = if fast {
+            fast_text_line(buf, pos).filter(|&(u, v, _, cols, _)| {
+                u.min(v) >= ctx.min_id
+                    && u.max(v) <= ctx.id_max
+                    && out.cols.is_none_or(|(c, _)| c == cols)
+            })
         } else {
-            1.0
+            None
         };
-        any = true;
-        max_id = max_id.max(u).max(v);
-        out.entries += 1;
-        out.edges.push(RawEdge { u, v, w });
-        if ctx.symmetric && u != v {
-            out.edges.push(RawEdge { u: v, v: u, w });
+        let (line, end) = match fast_line {
+            Some((u, v, w, cols, end)) => {
+                if out.cols.is_none() {
+                    out.cols = Some((cols, ln));
+                }
+                (Line::Edge(u, v, w), end)
+            }
+            None => {
+                let end = memchr::memchr(b'\n', &buf[pos..]).map_or(n, |i| pos + i);
+                let raw = &buf[pos..end];
+                (
+                    text_line(raw.strip_suffix(b"\r").unwrap_or(raw), ln, ctx, &mut out),
+                    end,
+                )
+            }
+        };
+        match line {
+            Line::Skip => {}
+            Line::Edge(u, v, w) => {
+                any = true;
+                max_id = max_id.max(u).max(v);
+                out.entries += 1;
+                out.edges.push(RawEdge { u, v, w });
+                if ctx.symmetric && u != v {
+                    out.edges.push(RawEdge { u: v, v: u, w });
+                }
+            }
+            Line::Err(e) => {
+                out.lines = ln;
+                out.err = Some((ln, e));
+                return out;
+            }
         }
+        if end >= n {
+            break;
+        }
+        pos = end + 1;
     }
-    // `lines` counted split pieces; the newlines are one fewer.
-    out.lines = out.lines.saturating_sub(1);
+    // `ln` counted the pieces between newlines; the newlines are one fewer.
+    out.lines = ln - 1;
     if any {
         out.max_id = Some(max_id);
     }
     out
+}
+
+/// A plain SNAP line at `pos`: optional spaces or tabs, two ids of at most 19
+/// digits and an optional weight, separated by spaces or tabs, then the newline
+/// (or the end of `buf`). Returns (u, v, weight, columns, index of the newline);
+/// `None` for anything else — comments, blank lines, `\r`, other whitespace,
+/// signs, long ids, bad weights, a fourth column — which the general parser
+/// takes.
+#[inline]
+fn fast_text_line(buf: &[u8], mut i: usize) -> Option<(u64, u64, f32, usize, usize)> {
+    let n = buf.len();
+    let sep = |b: u8| b == b' ' || b == b'\t';
+    let skip = |mut i: usize| {
+        while i < n && sep(buf[i]) {
+            i += 1;
+        }
+        i
+    };
+    let id = |mut i: usize| -> Option<(u64, usize)> {
+        let start = i;
+        let mut x = 0u64;
+        while i < n {
+            let d = buf[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            x = x * 10 + d as u64;
+            i += 1;
+        }
+        (i > start && i - start <= 19).then_some((x, i))
+    };
+    i = skip(i);
+    let (u, j) = id(i)?;
+    i = skip(j);
+    if i == j {
+        return None;
+    }
+    let (v, j) = id(i)?;
+    if j < n && !sep(buf[j]) && buf[j] != b'\n' {
+        return None;
+    }
+    i = skip(j);
+    if i >= n || buf[i] == b'\n' {
+        return Some((u, v, 1.0, 2, i));
+    }
+    let ws = i;
+    while i < n && !sep(buf[i]) && buf[i] != b'\n' {
+        i += 1;
+    }
+    let w = parse_weight(&buf[ws..i]).ok()?;
+    i = skip(i);
+    (i >= n || buf[i] == b'\n').then_some((u, v, w, 3, i))
+}
+
+/// One line (without its newline and `\r`) by the general rules of every text
+/// format; `out.cols` records the first data line's column count.
+fn text_line(line: &[u8], ln: u64, ctx: &LineCtx, out: &mut ChunkOut) -> Line {
+    let t = trim_ascii(line);
+    if t.is_empty() {
+        return Line::Skip;
+    }
+    let comment = match ctx.format {
+        Format::Text => t[0] == b'#' || t[0] == b'%',
+        Format::Csv => t[0] == b'#',
+        Format::Dimacs => t[0] == b'c',
+        Format::Mtx => t[0] == b'%',
+        _ => false,
+    };
+    if comment {
+        return Line::Skip;
+    }
+    let mut f = fields_of(t, ctx.format == Format::Csv);
+    if ctx.format == Format::Dimacs {
+        let tag = f.next().unwrap_or_default();
+        if tag != b"a" {
+            return Line::Err(if tag == b"p" {
+                "a second problem line".to_string()
+            } else {
+                format!("malformed line: expected `a u v w`, found {}", show(line))
+            });
+        }
+    }
+    let fs: [Option<&[u8]>; 4] = [f.next(), f.next(), f.next(), f.next()];
+    let ncols = fs.iter().filter(|x| x.is_some()).count();
+    let expect = match ctx.format {
+        Format::Text | Format::Csv => None,
+        _ => Some(if ctx.weighted { 3 } else { 2 }),
+    };
+    let bad_shape = match expect {
+        Some(e) => ncols != e,
+        None => ncols != 2 && ncols != 3,
+    };
+    if bad_shape {
+        let want = match (ctx.format, ctx.weighted) {
+            (Format::Dimacs, _) => "`a u v w`",
+            (Format::Mtx, true) => "`ROW COL VALUE`",
+            (Format::Mtx, false) => "`ROW COL`",
+            (Format::Csv, _) => "`u,v` or `u,v,w`",
+            _ => "`u v` or `u v w`",
+        };
+        return Line::Err(format!(
+            "malformed line: expected {want}, found {}",
+            show(line)
+        ));
+    }
+    if matches!(ctx.format, Format::Text | Format::Csv) {
+        match out.cols {
+            None => out.cols = Some((ncols, ln)),
+            Some((c, first)) if c != ncols => {
+                return Line::Err(format!(
+                    "malformed line: {ncols} columns, but line {{LINE{first}}} has {c}; found {}",
+                    show(line)
+                ));
+            }
+            _ => {}
+        }
+    }
+    let (Some(u), Some(v)) = (parse_u64(fs[0].unwrap()), parse_u64(fs[1].unwrap())) else {
+        return Line::Err(format!(
+            "malformed line: vertex ids must be non-negative integers, found {}",
+            show(line)
+        ));
+    };
+    for id in [u, v] {
+        if id < ctx.min_id {
+            return Line::Err(format!(
+                "vertex id {id} is out of range: ids in this format start at {}",
+                ctx.min_id
+            ));
+        }
+        if id > ctx.id_max {
+            return Line::Err(format!("vertex id {id} {}", ctx.id_max_reason));
+        }
+    }
+    let w = if ncols == 3 {
+        match parse_weight(fs[2].unwrap()) {
+            Ok(w) => w,
+            Err(e) => return Line::Err(format!("{e} in line {}", show(line))),
+        }
+    } else {
+        1.0
+    };
+    Line::Edge(u, v, w)
 }
 
 /// Receives bin32 records as they lie in the input: (u, v) pairs.
@@ -236,4 +335,122 @@ pub(super) fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEd
         out.max_id = Some(max_id);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ctx(id_max: u64, min_id: u64) -> LineCtx {
+        LineCtx {
+            format: Format::Text,
+            weighted: false,
+            symmetric: false,
+            id_max,
+            id_max_reason: "is too large".into(),
+            min_id,
+        }
+    }
+
+    /// Every line through the general rules only (the parser before its fast
+    /// path): what the fast path must reproduce exactly.
+    fn general(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
+        let mut out = ChunkOut {
+            edges: Vec::new(),
+            lines: 0,
+            entries: 0,
+            max_id: None,
+            cols: None,
+            err: None,
+        };
+        let mut max_id = None;
+        for (k, line) in lines(buf).enumerate() {
+            let ln = k as u64 + 1;
+            out.lines = ln;
+            match text_line(line, ln, ctx, &mut out) {
+                Line::Skip => {}
+                Line::Edge(u, v, w) => {
+                    out.entries += 1;
+                    max_id = Some(u.max(v).max(max_id.unwrap_or(0)));
+                    out.edges.push(RawEdge { u, v, w });
+                }
+                Line::Err(e) => {
+                    out.err = Some((ln, e));
+                    return out;
+                }
+            }
+        }
+        out.lines -= 1;
+        out.max_id = max_id;
+        out
+    }
+
+    fn same(buf: &[u8], ctx: &LineCtx) {
+        let a = parse_text_chunk(buf, ctx, Vec::new());
+        let b = general(buf, ctx);
+        let key = |o: &ChunkOut| {
+            (
+                o.edges
+                    .iter()
+                    .map(|e| (e.u, e.v, e.w.to_bits()))
+                    .collect::<Vec<_>>(),
+                o.lines,
+                o.entries,
+                o.max_id,
+                o.cols,
+                o.err.clone(),
+            )
+        };
+        assert_eq!(key(&a), key(&b), "{:?}", String::from_utf8_lossy(buf));
+    }
+
+    #[test]
+    fn fast_path_matches_the_general_rules_on_edge_cases() {
+        let c = ctx(u32::MAX as u64 - 1, 0);
+        for buf in [
+            &b""[..],
+            b"\n",
+            b"1 2",
+            b"1 2\n",
+            b"1 2\n3 4\n",
+            b"  1\t 2 \t\n",
+            b"1 2\r\n3 4\r\n",
+            b"# c\n1 2\n% d\n\n5 6",
+            b"1 2 0.5\n3 4 1e3\n",
+            b"1 2\n3 4 0.5\n",
+            b"1 2 0.5\n3 4\n",
+            b"1 2 3 4\n",
+            b"1\n",
+            b"1 \n",
+            b"1 2x\n",
+            b"-1 2\n",
+            b"1 2 nan\n",
+            b"1 2 -3.5\n",
+            b"4294967295 1\n",
+            b"00000000000000000001 2\n",
+            b"99999999999999999999 2\n",
+            b"1\x0c 2\n",
+            b"1 2\x0c\n",
+            b"\xef\xbb\xbf1 2\n",
+        ] {
+            same(buf, &c);
+        }
+        same(b"0 1\n1 2\n", &ctx(10, 1));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn fast_path_matches_the_general_rules(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(b"0123456789  \t\t\n\n\n\r#-.e5x".to_vec()),
+                0..200,
+            ),
+            id_max in prop_oneof![Just(u64::MAX), 0u64..100_000],
+            min_id in 0u64..2,
+        ) {
+            same(&bytes, &ctx(id_max, min_id));
+        }
+    }
 }

@@ -6,8 +6,9 @@
 //!
 //! Design: the input is read sequentially in chunks of [`CHUNK`] bytes (cut at line
 //! boundaries for text) by a read-ahead thread (which also decompresses gzip), so
-//! reading overlaps parsing; batches of chunks are parsed in parallel with rayon,
-//! chunk and edge buffers reused from batch to batch;
+//! reading overlaps parsing; batches of chunks are parsed in parallel with rayon
+//! while the previous batch goes to the sink, chunk and edge buffers reused from
+//! batch to batch;
 //! results are consumed in input order, so error locations are exact (`FILE:LINE`
 //! for text, `FILE: record N` for binary) and the emitted edge order is the input
 //! order whatever the thread count. Headers (DIMACS `p sp N M`, the Matrix Market
@@ -40,13 +41,14 @@ pub const CHUNK: usize = 6 << 20;
 const CHUNK_UNIT: usize = 768 << 10;
 static CHUNK_SIZE: AtomicU64 = AtomicU64::new(CHUNK as u64);
 
-/// Sizes the parser's buffers for a budget of `bytes`: chunks of about an 88th of
-/// it (768 KiB to 6 MiB), so that parsing takes about a quarter of the budget.
-/// Parsing holds about 22 chunks' worth: a batch of up to four chunks being parsed
-/// and their decoded edges (24 bytes an edge, three times a bin32 chunk), the
-/// read-ahead's blocks and the `O_DIRECT` reader's buffer.
+/// Sizes the parser's buffers for a budget of `bytes`: chunks of about a 152nd
+/// of it (768 KiB to 6 MiB), so that parsing takes about a quarter of the
+/// budget. Parsing holds about 38 chunks' worth: two batches of up to four
+/// chunks (one being parsed, one being handed to the sink) with their decoded
+/// edges (24 bytes an edge, three times a bin32 chunk), the read-ahead's blocks
+/// and the `O_DIRECT` reader's buffer.
 pub fn set_parse_memory(bytes: u64) {
-    let units = (bytes as usize / 88 / CHUNK_UNIT).clamp(1, CHUNK / CHUNK_UNIT);
+    let units = (bytes as usize / 152 / CHUNK_UNIT).clamp(1, CHUNK / CHUNK_UNIT);
     CHUNK_SIZE.store((units * CHUNK_UNIT) as u64, Ordering::Relaxed);
 }
 
@@ -641,7 +643,11 @@ pub fn parse_input(
     let mut eof = false;
     let rs = fmt.record_size();
     let chunk = chunk_size();
-    while !eof {
+    // One batch is parsed (on the pool) while the previous one is handed to the
+    // sink (on this thread): parsing is parallel, the sink sequential, and
+    // without the overlap the pool idled while the sink ran.
+    let mut pending: Option<(Vec<Vec<u8>>, Vec<ChunkOut>)> = None;
+    loop {
         // Read a batch of chunks sequentially.
         let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(batch);
         while chunks.len() < batch && !eof {
@@ -677,7 +683,7 @@ pub fn parse_input(
                 carry = buf[whole..].to_vec();
                 buf.truncate(whole);
             } else if !eof {
-                let cut = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+                let cut = memchr::memrchr(b'\n', &buf).map_or(0, |p| p + 1);
                 carry = buf[cut..].to_vec();
                 buf.truncate(cut);
                 if cut == 0 {
@@ -690,76 +696,92 @@ pub fn parse_input(
                 chunks.push(buf);
             }
         }
+        if chunks.is_empty() && pending.is_none() {
+            break;
+        }
         let pools: Vec<Vec<RawEdge>> = (0..chunks.len())
             .map(|_| edge_pool.pop().unwrap_or_default())
             .collect();
-        let outs: Vec<ChunkOut> = chunks
-            .par_iter()
-            .zip(pools)
-            .map(|(c, edges)| {
-                if raw {
-                    check_pairs_chunk(c, &ctx, edges)
-                } else if fmt.is_binary() {
-                    parse_binary_chunk(c, &ctx, edges)
-                } else {
-                    parse_text_chunk(c, &ctx, edges)
-                }
-            })
-            .collect();
-        for (c, out) in chunks.iter().zip(outs) {
-            let loc = |local: u64| {
-                if fmt.is_binary() {
-                    format!("{}: record {}", path.display(), line_base + local)
-                } else {
-                    format!("{}:{}", path.display(), line_base + local)
-                }
+        let mut outs: Vec<ChunkOut> = Vec::new();
+        let consumed = rayon::in_place_scope(|sc| {
+            sc.spawn(|_| {
+                outs = chunks
+                    .par_iter()
+                    .zip(pools)
+                    .map(|(c, edges)| {
+                        if raw {
+                            check_pairs_chunk(c, &ctx, edges)
+                        } else if fmt.is_binary() {
+                            parse_binary_chunk(c, &ctx, edges)
+                        } else {
+                            parse_text_chunk(c, &ctx, edges)
+                        }
+                    })
+                    .collect();
+            });
+            let Some((prev, prev_outs)) = pending.take() else {
+                return Ok(());
             };
-            if let Some((local, msg)) = out.err {
-                let msg = match out.cols {
-                    Some((_, first)) => msg.replace(
-                        &format!("{{LINE{first}}}"),
-                        &(line_base + first).to_string(),
-                    ),
-                    None => msg,
+            for (c, out) in prev.iter().zip(prev_outs) {
+                let loc = |local: u64| {
+                    if fmt.is_binary() {
+                        format!("{}: record {}", path.display(), line_base + local)
+                    } else {
+                        format!("{}:{}", path.display(), line_base + local)
+                    }
                 };
-                return Err(input_err(loc(local), msg));
-            }
-            if let Some((cols, local)) = out.cols {
-                match file_cols {
-                    None => file_cols = Some((cols, line_base + local)),
-                    Some((fc, fl)) if fc != cols => {
-                        return Err(input_err(
-                            loc(local),
-                            format!("malformed line: {cols} columns, but line {fl} has {fc}"),
-                        ))
+                if let Some((local, msg)) = out.err {
+                    let msg = match out.cols {
+                        Some((_, first)) => msg.replace(
+                            &format!("{{LINE{first}}}"),
+                            &(line_base + first).to_string(),
+                        ),
+                        None => msg,
+                    };
+                    return Err(input_err(loc(local), msg));
+                }
+                if let Some((cols, local)) = out.cols {
+                    match file_cols {
+                        None => file_cols = Some((cols, line_base + local)),
+                        Some((fc, fl)) if fc != cols => {
+                            return Err(input_err(
+                                loc(local),
+                                format!("malformed line: {cols} columns, but line {fl} has {fc}"),
+                            ))
+                        }
+                        _ => {}
                     }
-                    _ => {}
                 }
-            }
-            match pairs.as_mut() {
-                Some(pairs) if raw => {
-                    match bytemuck::try_cast_slice::<u8, [u32; 2]>(c) {
-                        Ok(p) => pairs(p)?,
-                        Err(_) => pairs(&bytemuck::pod_collect_to_vec::<u8, [u32; 2]>(c))?,
+                match pairs.as_mut() {
+                    Some(pairs) if raw => {
+                        match bytemuck::try_cast_slice::<u8, [u32; 2]>(c) {
+                            Ok(p) => pairs(p)?,
+                            Err(_) => pairs(&bytemuck::pod_collect_to_vec::<u8, [u32; 2]>(c))?,
+                        }
+                        summary.edges += out.entries;
                     }
-                    summary.edges += out.entries;
+                    _ => {
+                        sink(&out.edges)?;
+                        summary.edges += out.edges.len() as u64;
+                    }
                 }
-                _ => {
-                    sink(&out.edges)?;
-                    summary.edges += out.edges.len() as u64;
-                }
+                summary.entries += out.entries;
+                summary.max_id = summary.max_id.max(out.max_id);
+                line_base += if fmt.is_binary() {
+                    (c.len() / rs) as u64
+                } else {
+                    out.lines
+                };
+                edge_pool.push(out.edges);
             }
-            summary.entries += out.entries;
-            summary.max_id = summary.max_id.max(out.max_id);
-            line_base += if fmt.is_binary() {
-                (c.len() / rs) as u64
-            } else {
-                out.lines
-            };
-            edge_pool.push(out.edges);
-        }
-        byte_pool.extend(chunks);
+            byte_pool.extend(prev);
+            Ok(())
+        });
+        consumed?;
         progress(count.load(Ordering::Relaxed));
+        if !chunks.is_empty() {
+            pending = Some((chunks, outs));
+        }
     }
     if let Some(n) = probe.header_entries {
         if n != summary.entries {
