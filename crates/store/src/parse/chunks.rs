@@ -5,6 +5,8 @@ use super::*;
 
 pub(super) struct ChunkOut {
     pub(super) edges: Vec<RawEdge>,
+    /// The edges as (u, v) pairs instead, when [`LineCtx::pairs`] asks for them.
+    pub(super) pairs: Vec<[u32; 2]>,
     pub(super) lines: u64,
     pub(super) entries: u64,
     pub(super) max_id: Option<u64>,
@@ -22,7 +24,13 @@ pub(super) struct LineCtx {
     pub(super) id_max: u64,
     pub(super) id_max_reason: String,
     pub(super) min_id: u64,
+    /// SNAP text into `pairs` rather than `edges` (unweighted, every id at most
+    /// `id_max` <= u32::MAX, going to a sink that takes pairs as they are).
+    pub(super) pairs: bool,
 }
+
+/// A chunk's output buffers, reused from chunk to chunk.
+pub(super) type OutBufs = (Vec<RawEdge>, Vec<[u32; 2]>);
 
 /// What one text line holds.
 enum Line {
@@ -32,10 +40,14 @@ enum Line {
     Err(String),
 }
 
-pub(super) fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> ChunkOut {
+pub(super) fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, bufs: OutBufs) -> ChunkOut {
+    let (mut edges, mut pairs) = bufs;
     edges.clear();
+    pairs.clear();
+    debug_assert!(!ctx.pairs || (ctx.id_max <= u32::MAX as u64 && !ctx.symmetric));
     let mut out = ChunkOut {
         edges,
+        pairs,
         lines: 0,
         entries: 0,
         max_id: None,
@@ -85,9 +97,14 @@ pub(super) fn parse_text_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge
                 any = true;
                 max_id = max_id.max(u).max(v);
                 out.entries += 1;
-                out.edges.push(RawEdge { u, v, w });
-                if ctx.symmetric && u != v {
-                    out.edges.push(RawEdge { u: v, v: u, w });
+                if ctx.pairs {
+                    // Ids checked against `id_max`, which fits u32.
+                    out.pairs.push([u as u32, v as u32]);
+                } else {
+                    out.edges.push(RawEdge { u, v, w });
+                    if ctx.symmetric && u != v {
+                        out.edges.push(RawEdge { u: v, v: u, w });
+                    }
                 }
             }
             Line::Err(e) => {
@@ -252,24 +269,26 @@ fn text_line(line: &[u8], ln: u64, ctx: &LineCtx, out: &mut ChunkOut) -> Line {
     Line::Edge(u, v, w)
 }
 
-/// Receives bin32 records as they lie in the input: (u, v) pairs.
+/// Receives (u, v) pairs as they are: bin32 records as they lie in the input,
+/// unweighted SNAP text lines as parsed (ids as written, each at most the limit).
 pub type PairSink<'a> = dyn FnMut(&[[u32; 2]]) -> Result<()> + 'a;
 
 /// A bin32 chunk checked without decoding it into [`RawEdge`]s: its record count
 /// and largest id, or the first id over the limit (as [`parse_binary_chunk`]
 /// reports it). The records themselves are handed over as they lie.
-pub(super) fn check_pairs_chunk(buf: &[u8], ctx: &LineCtx, edges: Vec<RawEdge>) -> ChunkOut {
+pub(super) fn check_pairs_chunk(buf: &[u8], ctx: &LineCtx, bufs: OutBufs) -> ChunkOut {
     let max_id = buf
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
         .max();
     if max_id.is_some_and(|m| m as u64 > ctx.id_max) {
         // Rare: decode the chunk to name the first offending record.
-        return parse_binary_chunk(buf, ctx, edges);
+        return parse_binary_chunk(buf, ctx, bufs);
     }
     let entries = (buf.len() / 8) as u64;
     ChunkOut {
-        edges,
+        edges: bufs.0,
+        pairs: bufs.1,
         lines: entries,
         entries,
         max_id: max_id.map(|m| m as u64),
@@ -278,12 +297,14 @@ pub(super) fn check_pairs_chunk(buf: &[u8], ctx: &LineCtx, edges: Vec<RawEdge>) 
     }
 }
 
-pub(super) fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx, mut edges: Vec<RawEdge>) -> ChunkOut {
+pub(super) fn parse_binary_chunk(buf: &[u8], ctx: &LineCtx, bufs: OutBufs) -> ChunkOut {
     let rs = ctx.format.record_size();
+    let (mut edges, pairs) = bufs;
     edges.clear();
     edges.reserve(buf.len() / rs);
     let mut out = ChunkOut {
         edges,
+        pairs,
         lines: 0,
         entries: 0,
         max_id: None,
@@ -350,6 +371,7 @@ mod tests {
             id_max,
             id_max_reason: "is too large".into(),
             min_id,
+            pairs: false,
         }
     }
 
@@ -358,6 +380,7 @@ mod tests {
     fn general(buf: &[u8], ctx: &LineCtx) -> ChunkOut {
         let mut out = ChunkOut {
             edges: Vec::new(),
+            pairs: Vec::new(),
             lines: 0,
             entries: 0,
             max_id: None,
@@ -387,8 +410,37 @@ mod tests {
     }
 
     fn same(buf: &[u8], ctx: &LineCtx) {
-        let a = parse_text_chunk(buf, ctx, Vec::new());
         let b = general(buf, ctx);
+        let a = parse_text_chunk(buf, ctx, Default::default());
+        assert!(a.pairs.is_empty());
+        check(&a, &b, buf);
+        if ctx.id_max <= u32::MAX as u64 {
+            // As pairs: the same edges, weights of 1 (unweighted text only).
+            let pc = LineCtx {
+                pairs: true,
+                id_max_reason: ctx.id_max_reason.clone(),
+                ..*ctx
+            };
+            let mut a = parse_text_chunk(buf, &pc, Default::default());
+            assert!(a.edges.is_empty());
+            a.edges = a
+                .pairs
+                .iter()
+                .map(|p| RawEdge {
+                    u: p[0] as u64,
+                    v: p[1] as u64,
+                    w: 1.0,
+                })
+                .collect();
+            let mut b = general(buf, ctx);
+            for e in &mut b.edges {
+                e.w = 1.0;
+            }
+            check(&a, &b, buf);
+        }
+    }
+
+    fn check(a: &ChunkOut, b: &ChunkOut, buf: &[u8]) {
         let key = |o: &ChunkOut| {
             (
                 o.edges
@@ -402,7 +454,7 @@ mod tests {
                 o.err.clone(),
             )
         };
-        assert_eq!(key(&a), key(&b), "{:?}", String::from_utf8_lossy(buf));
+        assert_eq!(key(a), key(b), "{:?}", String::from_utf8_lossy(buf));
     }
 
     #[test]
@@ -447,7 +499,7 @@ mod tests {
                 proptest::sample::select(b"0123456789  \t\t\n\n\n\r#-.e5x".to_vec()),
                 0..200,
             ),
-            id_max in prop_oneof![Just(u64::MAX), 0u64..100_000],
+            id_max in prop_oneof![Just(u64::MAX), Just(u32::MAX as u64 - 1), 0u64..100_000],
             min_id in 0u64..2,
         ) {
             same(&bytes, &ctx(id_max, min_id));

@@ -626,6 +626,11 @@ pub fn parse_input(
         id_max,
         id_max_reason: reason,
         min_id: probe.one_based as u64,
+        // Unweighted SNAP text goes to a pairs sink as pairs too.
+        pairs: pairs.is_some()
+            && fmt == Format::Text
+            && !probe.weighted
+            && id_max <= u32::MAX as u64,
     };
     // bin32 records are (u32 u, u32 v) little-endian: with a `pairs` sink they are
     // checked in place and handed over as they lie in the chunk, no per-edge copy.
@@ -637,7 +642,7 @@ pub fn parse_input(
     let mut carry: Vec<u8> = Vec::new();
     // Chunk and edge buffers are reused from batch to batch.
     let mut byte_pool: Vec<Vec<u8>> = Vec::new();
-    let mut edge_pool: Vec<Vec<RawEdge>> = Vec::new();
+    let mut edge_pool: Vec<OutBufs> = Vec::new();
     let mut first = true;
     let mut file_cols: Option<(usize, u64)> = None;
     let mut eof = false;
@@ -699,7 +704,7 @@ pub fn parse_input(
         if chunks.is_empty() && pending.is_none() {
             break;
         }
-        let pools: Vec<Vec<RawEdge>> = (0..chunks.len())
+        let pools: Vec<OutBufs> = (0..chunks.len())
             .map(|_| edge_pool.pop().unwrap_or_default())
             .collect();
         let mut outs: Vec<ChunkOut> = Vec::new();
@@ -760,6 +765,10 @@ pub fn parse_input(
                         }
                         summary.edges += out.entries;
                     }
+                    Some(pairs) if ctx.pairs => {
+                        pairs(&out.pairs)?;
+                        summary.edges += out.pairs.len() as u64;
+                    }
                     _ => {
                         sink(&out.edges)?;
                         summary.edges += out.edges.len() as u64;
@@ -772,7 +781,7 @@ pub fn parse_input(
                 } else {
                     out.lines
                 };
-                edge_pool.push(out.edges);
+                edge_pool.push((out.edges, out.pairs));
             }
             byte_pool.extend(prev);
             Ok(())
