@@ -145,12 +145,22 @@ fn fast_text_line(buf: &[u8], mut i: usize) -> Option<(u64, u64, f32, usize, usi
     let id = |mut i: usize| -> Option<(u64, usize)> {
         let start = i;
         let mut x = 0u64;
+        // Up to eight digits at once.
+        if i + 8 <= n {
+            let (v, k) = swar_digits(u64::from_le_bytes(buf[i..i + 8].try_into().unwrap()));
+            if k < 8 {
+                return (k > 0).then_some((v, i + k));
+            }
+            x = v;
+            i += 8;
+        }
         while i < n {
             let d = buf[i].wrapping_sub(b'0');
             if d > 9 {
                 break;
             }
-            x = x * 10 + d as u64;
+            // Wraps only past 19 digits, which are refused below.
+            x = x.wrapping_mul(10).wrapping_add(d as u64);
             i += 1;
         }
         (i > start && i - start <= 19).then_some((x, i))
@@ -176,6 +186,29 @@ fn fast_text_line(buf: &[u8], mut i: usize) -> Option<(u64, u64, f32, usize, usi
     let w = parse_weight(&buf[ws..i]).ok()?;
     i = skip(i);
     (i >= n || buf[i] == b'\n').then_some((u, v, w, 3, i))
+}
+
+/// The leading decimal digits of the eight bytes in `w` (little-endian: the
+/// first byte lowest): their value and count (8 when all are digits). SWAR: a
+/// byte is a digit when it minus `'0'` is at most 9; bytes after the first
+/// non-digit may be garbled by borrows and carries, and are not looked at.
+#[inline]
+fn swar_digits(w: u64) -> (u64, usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let t = w.wrapping_sub(b'0' as u64 * ONES);
+    let non = (t | t.wrapping_add(0x76 * ONES)) & (0x80 * ONES);
+    let k = (non.trailing_zeros() / 8) as usize;
+    if k == 0 {
+        return (0, 0);
+    }
+    // The k digits moved to the top bytes (leading zeros below), then combined
+    // pairwise: 2-digit, 4-digit, 8-digit groups.
+    let mut v = t << (8 * (8 - k));
+    v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32))
+        + ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32)))
+        >> 32;
+    (v, k)
 }
 
 /// One line (without its newline and `\r`) by the general rules of every text
@@ -482,6 +515,11 @@ mod tests {
             b"4294967295 1\n",
             b"00000000000000000001 2\n",
             b"99999999999999999999 2\n",
+            b"12345678 87654321\n",
+            b"123456789 1234567890123456789\n",
+            b"1234567890123456789 1\n",
+            b"18446744073709551615 1\n",
+            b"00000000 00000001 2.5\n",
             b"1\x0c 2\n",
             b"1 2\x0c\n",
             b"\xef\xbb\xbf1 2\n",
@@ -489,6 +527,26 @@ mod tests {
             same(buf, &c);
         }
         same(b"0 1\n1 2\n", &ctx(10, 1));
+    }
+
+    #[test]
+    fn swar_digits_reads_every_prefix() {
+        for s in [
+            "", "x", "0", "7", "42", "123", "9999", "12345", "654321", "1234567", "87654321",
+        ] {
+            for tail in ["", " ", "\n", "x", "9"] {
+                let mut b = format!("{s}{tail}").into_bytes();
+                b.resize(8, b' ');
+                let (v, k) = swar_digits(u64::from_le_bytes(b[..8].try_into().unwrap()));
+                let digits: String = b
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .map(|&c| c as char)
+                    .collect();
+                assert_eq!(k, digits.len(), "{b:?}");
+                assert_eq!(v, digits.parse::<u64>().unwrap_or(0), "{b:?}");
+            }
+        }
     }
 
     proptest! {
