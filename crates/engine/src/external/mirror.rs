@@ -189,7 +189,7 @@ pub(super) struct MirrorJob {
     needed: Vec<u64>,
     /// Per block of [`super::BLOCK`] destinations, whether its values were read
     /// (all when `None`); entries of other blocks are never written.
-    pub(super) known: Option<Vec<bool>>,
+    known: Option<Vec<bool>>,
 }
 
 impl MirrorJob {
@@ -204,42 +204,58 @@ impl MirrorJob {
             known: None,
         }
     }
-    pub(super) fn new<P: EdgeProgram>(
+    /// Iteration 0's job for partition p: every entry of a wide program, the
+    /// initially active ones of a narrow program.
+    pub(super) fn initial<P: EdgeProgram>(
         prog: &P,
         p: u32,
-        it: u64,
         vals: &[P::V],
         eps: &[Epochs],
         degs: &[u32],
     ) -> MirrorJob {
         let narrow = prog.narrow_messages();
-        let need_from = (it.saturating_sub(1)).max(1) as u32;
         let mut needed = vec![0u64; vals.len().div_ceil(64)];
         let recs = (0..vals.len())
             .map(|i| {
-                // A narrow program's message is read only in the iteration after
-                // its source's activation, so only entries activated now need
-                // writing (an older entry in this slot never reads as active: its
-                // epoch is below it - 1); a wide one's, when the message changed
-                // since the slot was last written (iteration it - 2).
-                let need = (it == 0 && !narrow)
-                    || if narrow {
-                        eps[i][0] == it as u32
-                    } else {
-                        eps[i][1] >= need_from
-                    };
+                let need = !narrow || mirror_need(narrow, &eps[i], 0);
                 needed[i / 64] |= (need as u64) << (i % 64);
                 mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0])
             })
             .collect();
+        Self::built(narrow, p, 0, recs, needed, None)
+    }
+    /// A job of entries built by the caller: `recs[i]` destination i's entry,
+    /// bit i of `needed` set when it must be written, `known` as the field.
+    pub(super) fn built(
+        narrow: bool,
+        p: u32,
+        it: u64,
+        recs: Vec<MirrorRec>,
+        needed: Vec<u64>,
+        known: Option<Vec<bool>>,
+    ) -> MirrorJob {
         MirrorJob {
             p,
             it,
             narrow,
             recs,
             needed,
-            known: None,
+            known,
         }
+    }
+}
+
+/// Whether a destination's mirror entry must be written after iteration `it`
+/// (its epochs `ep`): a narrow program's message is read only in the iteration
+/// after its source's activation, so only entries activated now (an older entry
+/// in the slot never reads as active: its epoch is below it - 1); a wide one's
+/// when the message changed since the slot was last written (iteration it - 2).
+#[inline]
+pub(super) fn mirror_need(narrow: bool, ep: &Epochs, it: u64) -> bool {
+    if narrow {
+        ep[0] == it as u32
+    } else {
+        ep[1] >= it.saturating_sub(1).max(1) as u32
     }
 }
 

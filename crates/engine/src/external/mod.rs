@@ -81,7 +81,7 @@ use scratch::{block_runs, Scratch, BLOCK};
 use crate::error::{EngineError, Result};
 use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
 
-use mirror::{add_mirror, MirrorDone, MirrorJob};
+use mirror::{add_mirror, mirror_need, MirrorDone, MirrorJob};
 use outcore_io::{IoSnapshot, ReadMode, ScratchFile};
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::vpart::{Part, VpartLayout};
@@ -440,7 +440,7 @@ impl<'s> ExternalEngine<'s> {
                 eps.push([if act { 0 } else { NEVER }, 0]);
                 active_total += act as u64;
             }
-            let job = MirrorJob::new(prog, q, 0, &vals, &eps, &degs);
+            let job = MirrorJob::initial(prog, q, &vals, &eps, &degs);
             let tw = Instant::now();
             let done = self.mirror_update(&st, &job, plan.mirror_buffer)?;
             self.stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
@@ -699,15 +699,21 @@ impl<'s> ExternalEngine<'s> {
             )?;
         }
         stats.io_seconds += tio.elapsed().as_secs_f64();
-        // Apply, in fixed blocks so the aggregates add up in the same order always.
+        // Apply, in fixed blocks so the aggregates add up in the same order
+        // always; each block's mirror entries built beside, in the same pass
+        // (none for blocks not applied: the job never writes those).
         let tc = Instant::now();
+        let mut recs: Vec<MirrorRec> = vec![0; nd as usize];
+        let mut needed = vec![0u64; (nd as usize).div_ceil(64)];
         let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
                 .zip(acc.par_chunks(BLOCK))
                 .zip(degs.par_chunks(BLOCK))
+                .zip(recs.par_chunks_mut(BLOCK))
+                .zip(needed.par_chunks_mut(BLOCK / 64))
                 .enumerate()
-                .map(|(b, (((v, e), a), d))| {
+                .map(|(b, (((((v, e), a), d), r), nb))| {
                     let mut ag = Sums::default();
                     let mut n_act = 0u64;
                     if hit.as_ref().is_some_and(|h| !h[b]) {
@@ -730,6 +736,8 @@ impl<'s> ExternalEngine<'s> {
                         if before != after {
                             e[i][1] = it as u32;
                         }
+                        r[i] = mirror_record(narrow, after, e[i][0]);
+                        nb[i / 64] |= (mirror_need(narrow, &e[i], it) as u64) << (i % 64);
                     }
                     (n_act, ag)
                 })
@@ -747,8 +755,7 @@ impl<'s> ExternalEngine<'s> {
             stats.dest_bytes_written += r.len() as u64 * (vsize + 8);
         }
         stats.io_seconds += tio.elapsed().as_secs_f64();
-        let mut job = MirrorJob::new(prog, q, it, &vals, &eps, &degs);
-        job.known = hit;
+        let job = MirrorJob::built(narrow, q, it, recs, needed, hit);
         Ok((active, active_sources, job))
     }
 }
