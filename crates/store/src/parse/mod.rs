@@ -602,7 +602,6 @@ pub fn parse_input(
 ) -> Result<ParseSummary> {
     let count = Arc::new(AtomicU64::new(0));
     let (r, _, _) = open_input(path, count.clone(), Some(stats))?;
-    let mut r = ReadAhead::new(r);
     let fmt = probe.format;
     let mut id_max = u64::MAX;
     let mut reason = String::new();
@@ -639,65 +638,45 @@ pub fn parse_input(
     let batch = 2 * threads;
     let mut summary = ParseSummary::default();
     let mut line_base = 0u64; // lines (or records) before the current chunk
-    let mut carry: Vec<u8> = Vec::new();
-    // Chunk and edge buffers are reused from batch to batch.
-    let mut byte_pool: Vec<Vec<u8>> = Vec::new();
+                              // Chunk and edge buffers are reused from batch to batch.
     let mut edge_pool: Vec<OutBufs> = Vec::new();
     let mut first = true;
     let mut file_cols: Option<(usize, u64)> = None;
     let mut eof = false;
     let rs = fmt.record_size();
-    let chunk = chunk_size();
+    let mut reader = ChunkReader::new(r, path, chunk_size(), fmt.is_binary().then_some(rs));
     // One batch is parsed (on the pool) while the previous one is handed to the
     // sink (on this thread): parsing is parallel, the sink sequential, and
     // without the overlap the pool idled while the sink ran.
     let mut pending: Option<(Vec<Vec<u8>>, Vec<ChunkOut>)> = None;
     loop {
-        // Read a batch of chunks sequentially.
+        // Take a batch of chunks from the reader.
         let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(batch);
         while chunks.len() < batch && !eof {
-            let mut buf = byte_pool.pop().unwrap_or_default();
-            buf.clear();
-            buf.extend_from_slice(&carry);
-            carry.clear();
-            let start = buf.len();
-            buf.resize(start + chunk, 0);
-            let n = fill(&mut r, &mut buf[start..], path)?;
-            buf.truncate(start + n);
-            if n < chunk {
+            let Some((mut buf, last)) = reader.next_chunk()? else {
                 eof = true;
-            }
+                break;
+            };
+            eof = last;
             if first && !fmt.is_binary() {
                 let h = parse_header(path, &buf, fmt)?;
                 line_base = h.lines;
                 buf.drain(..h.consumed);
             }
             first = false;
-            if fmt.is_binary() {
-                let whole = buf.len() / rs * rs;
-                if eof && whole != buf.len() {
-                    return Err(input_err(
-                        path.display().to_string(),
-                        format!(
-                            "truncated: the file ends with {} bytes that do not form a whole {rs}-byte {} record",
-                            buf.len() - whole,
-                            fmt.name()
-                        ),
-                    ));
-                }
-                carry = buf[whole..].to_vec();
-                buf.truncate(whole);
-            } else if !eof {
-                let cut = memchr::memrchr(b'\n', &buf).map_or(0, |p| p + 1);
-                carry = buf[cut..].to_vec();
-                buf.truncate(cut);
-                if cut == 0 {
-                    // A line longer than a whole chunk: keep reading into it.
-                    carry = buf;
-                    continue;
-                }
+            if fmt.is_binary() && eof && buf.len() % rs != 0 {
+                return Err(input_err(
+                    path.display().to_string(),
+                    format!(
+                        "truncated: the file ends with {} bytes that do not form a whole {rs}-byte {} record",
+                        buf.len() % rs,
+                        fmt.name()
+                    ),
+                ));
             }
-            if !buf.is_empty() {
+            if buf.is_empty() {
+                reader.give_back(buf);
+            } else {
                 chunks.push(buf);
             }
         }
@@ -783,7 +762,9 @@ pub fn parse_input(
                 };
                 edge_pool.push((out.edges, out.pairs));
             }
-            byte_pool.extend(prev);
+            for b in prev {
+                reader.give_back(b);
+            }
             Ok(())
         });
         consumed?;

@@ -1,5 +1,6 @@
 //! Reading an input: gzip detection and decompression, O_DIRECT sequential reads
-//! counted by the I/O layer, and a read-ahead thread so reading overlaps parsing.
+//! counted by the I/O layer, and a read-ahead thread that cuts the input into
+//! parser chunks, so reading overlaps parsing.
 
 use super::*;
 
@@ -60,88 +61,96 @@ pub(super) fn open_input(
     }
 }
 
-/// Reads an input on its own thread, a few blocks ahead of the parser, so reading
-/// (and gzip decompression) overlaps parsing. Blocks are recycled.
-pub(super) struct ReadAhead {
-    pub(super) rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
-    pub(super) back: std::sync::mpsc::SyncSender<Vec<u8>>,
-    pub(super) cur: Vec<u8>,
-    pub(super) at: usize,
-    pub(super) done: bool,
+/// Reads an input on its own thread, a couple of chunks ahead of the parser.
+/// Each chunk is read straight into the buffer the parser gets (no second
+/// copy) and cut at the end of its last whole line (text) or record (binary,
+/// `record` bytes); the rest is carried into the next chunk. The last chunk
+/// (flagged) is not cut: a partial binary record at the end is the consumer's
+/// to report. A line longer than a chunk makes a longer chunk. Buffers come
+/// back through [`ChunkReader::give_back`] and are reused.
+pub(super) struct ChunkReader {
+    rx: std::sync::mpsc::Receiver<Result<(Vec<u8>, bool)>>,
+    back: std::sync::mpsc::SyncSender<Vec<u8>>,
+    done: bool,
 }
 
-pub(super) const READ_BLOCK: usize = 4 << 20;
-
-impl ReadAhead {
-    pub(super) fn new(mut inner: Box<dyn Read + Send>) -> ReadAhead {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+impl ChunkReader {
+    pub(super) fn new(
+        mut inner: Box<dyn Read + Send>,
+        path: &Path,
+        chunk: usize,
+        record: Option<usize>,
+    ) -> ChunkReader {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Vec<u8>, bool)>>(2);
         let (back, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(8);
-        std::thread::spawn(move || loop {
-            let mut b = spare.try_recv().unwrap_or_default();
-            b.resize(READ_BLOCK.min(chunk_size()), 0);
-            let mut n = 0;
-            let r = loop {
-                match inner.read(&mut b[n..]) {
-                    Ok(0) => break Ok(()),
-                    Ok(k) => {
-                        n += k;
-                        if n == b.len() {
-                            break Ok(());
-                        }
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            let mut carry: Vec<u8> = Vec::new();
+            loop {
+                let mut b = spare.try_recv().unwrap_or_default();
+                b.clear();
+                b.extend_from_slice(&carry);
+                carry.clear();
+                let start = b.len();
+                b.resize(start + chunk, 0);
+                let n = match fill(&mut inner, &mut b[start..], &path) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => break Err(e),
+                };
+                b.truncate(start + n);
+                let last = n < chunk;
+                if !last {
+                    let cut = match record {
+                        Some(rs) => b.len() / rs * rs,
+                        None => memchr::memrchr(b'\n', &b).map_or(0, |p| p + 1),
+                    };
+                    if cut == 0 {
+                        // A line longer than a whole chunk: keep reading into it.
+                        carry = b;
+                        continue;
+                    }
+                    carry.extend_from_slice(&b[cut..]);
+                    b.truncate(cut);
                 }
-            };
-            b.truncate(n);
-            let end = n == 0 || r.is_err();
-            let msg = match r {
-                Ok(()) => Ok(b),
-                Err(e) => Err(e),
-            };
-            if tx.send(msg).is_err() || end {
-                return;
+                if tx.send(Ok((b, last))).is_err() || last {
+                    return;
+                }
             }
         });
-        ReadAhead {
+        ChunkReader {
             rx,
             back,
-            cur: Vec::new(),
-            at: 0,
             done: false,
         }
     }
-}
 
-impl Read for ReadAhead {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.at == self.cur.len() {
-            if self.done {
-                return Ok(0);
+    /// The next chunk and whether it is the last; `None` after the last.
+    pub(super) fn next_chunk(&mut self) -> Result<Option<(Vec<u8>, bool)>> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.rx.recv() {
+            Ok(Ok((b, last))) => {
+                self.done = last;
+                Ok(Some((b, last)))
             }
-            match self.rx.recv() {
-                Ok(Ok(b)) => {
-                    if b.is_empty() {
-                        self.done = true;
-                    }
-                    let old = std::mem::replace(&mut self.cur, b);
-                    let _ = self.back.try_send(old);
-                    self.at = 0;
-                }
-                Ok(Err(e)) => {
-                    self.done = true;
-                    return Err(e);
-                }
-                Err(_) => {
-                    self.done = true;
-                    return Ok(0);
-                }
+            Ok(Err(e)) => {
+                self.done = true;
+                Err(e)
+            }
+            Err(_) => {
+                self.done = true;
+                Ok(None)
             }
         }
-        let k = buf.len().min(self.cur.len() - self.at);
-        buf[..k].copy_from_slice(&self.cur[self.at..self.at + k]);
-        self.at += k;
-        Ok(k)
+    }
+
+    /// A consumed chunk's buffer, for the reader to fill again.
+    pub(super) fn give_back(&self, b: Vec<u8>) {
+        let _ = self.back.try_send(b);
     }
 }
 
@@ -167,4 +176,53 @@ pub(super) fn fill(r: &mut dyn Read, buf: &mut [u8], path: &Path) -> Result<usiz
         }
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn chunks(input: &[u8], chunk: usize, record: Option<usize>) -> Vec<(Vec<u8>, bool)> {
+        let mut r = ChunkReader::new(
+            Box::new(std::io::Cursor::new(input.to_vec())),
+            Path::new("mem"),
+            chunk,
+            record,
+        );
+        let mut out = Vec::new();
+        while let Some(c) = r.next_chunk().unwrap() {
+            out.push(c);
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Chunks put back together are the input; every chunk but the last
+        /// ends a line (text) or holds whole records (binary); only the last is
+        /// flagged; a line longer than a chunk comes whole.
+        #[test]
+        fn chunks_are_the_input_cut_at_lines_or_records(
+            input in proptest::collection::vec(
+                proptest::sample::select(b"12 \n\nabcdefgh".to_vec()), 0..400),
+            chunk in 1usize..40,
+            record in prop_oneof![Just(None), Just(Some(8usize)), Just(Some(12usize))],
+        ) {
+            let chunk = record.map_or(chunk, |rs| chunk.max(rs));
+            let cs = chunks(&input, chunk, record);
+            prop_assert!(!cs.is_empty());
+            let joined: Vec<u8> = cs.iter().flat_map(|c| c.0.clone()).collect();
+            prop_assert_eq!(&joined, &input);
+            for (i, (c, last)) in cs.iter().enumerate() {
+                prop_assert_eq!(*last, i + 1 == cs.len());
+                if !last {
+                    match record {
+                        Some(rs) => prop_assert!(!c.is_empty() && c.len() % rs == 0),
+                        None => prop_assert_eq!(c.last(), Some(&b'\n')),
+                    }
+                }
+            }
+        }
+    }
 }
