@@ -435,7 +435,34 @@ pub fn run_program<R: ProgramRunner>(
     algo: Algo,
     p: &Params,
 ) -> Result<Run> {
-    let n = store.vertices();
+    let facts = GraphFacts {
+        vertices: store.vertices(),
+        directed: store.manifest().directed,
+        dir: store.dir(),
+        ids: &|| store.id_map(),
+    };
+    run_program_on(e, &facts, algo, p)
+}
+
+/// What [`run_program_on`] needs of a graph held anywhere (a store, or the
+/// ranks of a distributed layout).
+pub struct GraphFacts<'a> {
+    pub vertices: u64,
+    pub directed: bool,
+    /// Named in messages.
+    pub dir: &'a std::path::Path,
+    /// The user ids, to name a refused edge.
+    pub ids: &'a dyn Fn() -> outcore_store::Result<outcore_store::IdMap>,
+}
+
+/// Runs `algo` on an engine of edge programs over the graph `g` describes.
+pub fn run_program_on<R: ProgramRunner>(
+    e: &mut R,
+    g: &GraphFacts,
+    algo: Algo,
+    p: &Params,
+) -> Result<Run> {
+    let n = g.vertices;
     if algo.needs_root() && p.root as u64 >= n {
         return Err(AlgoError::Invalid(format!(
             "root {} is not a vertex (the store has {n} vertices)",
@@ -444,33 +471,33 @@ pub fn run_program<R: ProgramRunner>(
     }
     let cap = p.iterations;
     let (output, summary) = match algo {
-        Algo::Bfs => bfs_result(name_bad_edge(store, e.run_program(&Bfs { root: p.root, cap }))?),
-        Algo::Sssp => sssp_result(name_bad_edge(store, e.run_program(&Sssp { root: p.root, cap }))?),
+        Algo::Bfs => bfs_result(name_bad_edge(g, e.run_program(&Bfs { root: p.root, cap }))?),
+        Algo::Sssp => sssp_result(name_bad_edge(g, e.run_program(&Sssp { root: p.root, cap }))?),
         Algo::WccLp => {
-            let directed = store.manifest().directed;
+            let directed = g.directed;
             if directed && !e.both_directions() {
                 return Err(AlgoError::Invalid(format!(
                     "wcc-lp on this engine pushes labels along out-edges only, so it needs a store holding both directions; {} is directed (ingest with --undirected, or use --engine stream)",
-                    store.dir().display()
+                    g.dir.display()
                 )));
             }
             let prog = WccLp { cap, both_directions: directed };
-            labels_result(name_bad_edge(store, e.run_program(&prog))?)
+            labels_result(name_bad_edge(g, e.run_program(&prog))?)
         }
         Algo::PageRank => {
             let iterations = p.iterations.unwrap_or(10);
             let prog = PageRank { n, damping: p.damping, iterations };
-            ranks_result(name_bad_edge(store, e.run_program(&prog))?, iterations)
+            ranks_result(name_bad_edge(g, e.run_program(&prog))?, iterations)
         }
         Algo::PageRankDelta => {
             let prog = PageRankDelta { n, damping: p.damping, tolerance: p.tolerance, cap };
-            let r = name_bad_edge(store, e.run_program(&prog))?;
+            let r = name_bad_edge(g, e.run_program(&prog))?;
             let it = e.iterations();
             (Output::Values(r), format!("{it} iterations"))
         }
         Algo::Spmv => {
             let iterations = p.iterations.unwrap_or(1);
-            let r = name_bad_edge(store, e.run_program(&Spmv { iterations }))?;
+            let r = name_bad_edge(g, e.run_program(&Spmv { iterations }))?;
             let total: f64 = r.iter().sum();
             (Output::Values(r), format!("sum of y {total:.12e}"))
         }
@@ -533,13 +560,10 @@ pub fn ranks_result(r: VertexArray<f64>, iterations: u64) -> (Output, String) {
 }
 
 /// A refused edge named in the user's ids.
-fn name_bad_edge<T>(
-    store: &outcore_store::Store,
-    r: std::result::Result<T, EngineError>,
-) -> Result<T> {
+fn name_bad_edge<T>(g: &GraphFacts, r: std::result::Result<T, EngineError>) -> Result<T> {
     match r {
         Err(e @ EngineError::BadEdge { .. }) => {
-            Err(AlgoError::Invalid(refusal_message(&store.id_map()?, &e)))
+            Err(AlgoError::Invalid(refusal_message(&(g.ids)()?, &e)))
         }
         r => Ok(r?),
     }

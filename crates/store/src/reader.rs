@@ -386,19 +386,7 @@ impl Store {
             if ids.len() as u64 != self.vertices() {
                 return Err(corrupt(self.dir.join("idmap"), "wrong number of entries"));
             }
-            if ids.windows(2).all(|w| w[0] < w[1]) {
-                return Ok(IdMap::Map(ids));
-            }
-            // A relabelled store: dense ids in the new order, an index by user id.
-            let mut by_user: Vec<u32> = (0..ids.len() as u32).collect();
-            by_user.sort_unstable_by_key(|&d| ids[d as usize]);
-            if by_user
-                .windows(2)
-                .any(|w| ids[w[0] as usize] == ids[w[1] as usize])
-            {
-                return Err(corrupt(self.dir.join("idmap"), "a user id appears twice"));
-            }
-            Ok(IdMap::Permuted { ids, by_user })
+            IdMap::from_user_ids(ids).map_err(|why| corrupt(self.dir.join("idmap"), why))
         } else {
             Ok(IdMap::Offset {
                 base: self.manifest.id_base,
@@ -450,6 +438,24 @@ pub enum IdMap {
 }
 
 impl IdMap {
+    /// The map of a remapped store from its user ids by dense id: ascending ids
+    /// give [`IdMap::Map`], others (a relabelled store) [`IdMap::Permuted`]; a
+    /// user id listed twice is refused with the reason.
+    pub fn from_user_ids(ids: Vec<u64>) -> std::result::Result<IdMap, &'static str> {
+        if ids.windows(2).all(|w| w[0] < w[1]) {
+            return Ok(IdMap::Map(ids));
+        }
+        let mut by_user: Vec<u32> = (0..ids.len() as u32).collect();
+        by_user.sort_unstable_by_key(|&d| ids[d as usize]);
+        if by_user
+            .windows(2)
+            .any(|w| ids[w[0] as usize] == ids[w[1] as usize])
+        {
+            return Err("a user id appears twice");
+        }
+        Ok(IdMap::Permuted { ids, by_user })
+    }
+
     pub fn to_user(&self, dense: u32) -> u64 {
         match self {
             IdMap::Offset { base, .. } => dense as u64 + base,

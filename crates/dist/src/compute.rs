@@ -1,0 +1,669 @@
+//! The computation engine of one rank (Chaos §4-§5): runs an [`EdgeProgram`] —
+//! the same definitions every single-machine engine runs — as gather-apply-scatter
+//! over streaming partitions.
+//!
+//! # An iteration
+//! 1. **Scatter** (phase `2i`): for each partition it masters (`p mod ranks`), the
+//!    engine reads the partition's vertex chunks (values and activation epochs,
+//!    and out-degrees when the program uses them) from the ranks they hash to,
+//!    then streams the partition's edge chunks: it keeps a window of `k`
+//!    requests outstanding at distinct random storage engines (§6.5), each answering
+//!    with any chunk of the partition not yet handed out. Every edge from an active
+//!    source becomes an update `(v, edge(message(u), u, w))`, binned by the
+//!    partition of `v`; a full bin is stored on a uniformly random rank. A
+//!    partition with no active source is passed over.
+//! 2. A collective exchange of how many updates each partition received (it is
+//!    also the barrier between the phases: every update is acknowledged first).
+//! 3. **Gather + apply** (phase `2i+1`): the master reads the vertex chunks,
+//!    streams the partition's update chunks into accumulators (`combine`), applies
+//!    every vertex (`apply`) and writes the chunks back. A partition that received
+//!    nothing is passed over when the program is idle without messages.
+//! 4. A collective exchange of each partition's aggregates and active count; the
+//!    totals are added in partition order, so every rank decides alike whether to
+//!    go on, and the answer does not depend on which rank did what.
+//!
+//! A vertex is active in iteration `i` when its epoch is `i - 1` (or the program
+//! is all-active), so a partition passed over needs no write to deactivate.
+//!
+//! Not yet here (see the crate docs): work stealing (§5.3), checkpoints (§6.6).
+
+use crate::error::{DistError, Result};
+use crate::layout::{Plan, RankManifest, Rng};
+use crate::storage::{self, header, u32_at, StorageStats};
+use crate::transport::{self, Transport};
+use crate::{TAG_ACK, TAG_REQ, TAG_RESP, TAG_RESULT};
+use bytemuck::Zeroable;
+use outcore_engine::program::{Aggregates, EdgeProgram, Globals, Sums};
+use outcore_engine::EngineError;
+use outcore_state::{StateBudget, VertexArray};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const NEVER: u32 = u32::MAX;
+
+/// How a run is set up.
+#[derive(Debug, Clone)]
+pub struct DistConfig {
+    /// Bytes this rank may use.
+    pub memory: u64,
+    /// Outstanding chunk requests per engine (0: from §6.5's formula).
+    pub window: usize,
+    /// Seeds chunk placement and request targets.
+    pub seed: u64,
+    /// Run files (vertex state, updates) go to `work_dir/rank-K.run` (default:
+    /// the rank's directory).
+    pub work_dir: Option<PathBuf>,
+}
+
+/// What one rank did in a run.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RankStats {
+    pub rank: usize,
+    pub partitions_mastered: u64,
+    pub edges_processed: u64,
+    pub edge_chunks_read: u64,
+    pub updates_sent: u64,
+    pub update_chunks_sent: u64,
+    pub update_chunks_read: u64,
+    pub partitions_passed_over: u64,
+    /// Chunks this engine processed for partitions it does not master (work stealing).
+    pub stolen_chunks: u64,
+    pub window: usize,
+    /// Seconds the computation engine waited for replies and other ranks.
+    pub idle_seconds: f64,
+    pub scatter_seconds: f64,
+    pub gather_seconds: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub storage: StorageStats,
+}
+
+/// The smallest batch factor `k` keeping `m` storage engines busy with
+/// probability at least `target` (§6.5, equation 2: `1 - (1 - k/m)^m`).
+pub fn batch_factor(m: usize, target: f64) -> usize {
+    (1..=m)
+        .find(|&k| 1.0 - (1.0 - k as f64 / m as f64).powi(m as i32) >= target)
+        .unwrap_or(m)
+}
+
+struct Ctx<'a> {
+    t: &'a dyn Transport,
+    plan: &'a Plan,
+    rng: Rng,
+    window: usize,
+    idle: Duration,
+    unacked: usize,
+    stats: RankStats,
+}
+
+impl Ctx<'_> {
+    fn failed(&self, from: usize, msg: &[u8]) -> DistError {
+        DistError::Remote {
+            rank: from,
+            message: String::from_utf8_lossy(msg).into_owned(),
+        }
+    }
+
+    /// Status and payload of a reply from `from` with `tag`.
+    fn await_reply(&mut self, from: Option<usize>, tag: i32) -> Result<(usize, u32, Vec<u8>)> {
+        let (r, mut m) = transport::recv(self.t, from, tag, &mut self.idle)?;
+        if m.len() < 4 {
+            return Err(DistError::Protocol(format!(
+                "rank {r} sent a reply of {} bytes",
+                m.len()
+            )));
+        }
+        let status = u32_at(&m, 0);
+        if status == storage::FAILED {
+            return Err(self.failed(r, &m[4..]));
+        }
+        m.drain(..4);
+        Ok((r, status, m))
+    }
+
+    /// A vertex chunk (`GET_DEGREES` / `GET_STATE`) from the rank it hashes to.
+    fn vertex_chunk(&mut self, op: u32, p: u32, c: u32) -> Result<Option<Vec<u8>>> {
+        let home = self.plan.vertex_home(p, c);
+        self.t.send(home, TAG_REQ, header(op, p, c, 0))?;
+        let (_, status, data) = self.await_reply(Some(home), TAG_RESP)?;
+        Ok((status == storage::OK).then_some(data))
+    }
+
+    /// Sends a put; at most `limit` stay unacknowledged.
+    fn put(&mut self, to: usize, msg: Vec<u8>, limit: usize) -> Result<()> {
+        self.t.send(to, TAG_REQ, msg)?;
+        self.unacked += 1;
+        self.drain_acks(limit)
+    }
+
+    fn drain_acks(&mut self, limit: usize) -> Result<()> {
+        while self.unacked > limit {
+            self.await_reply(None, TAG_ACK)?;
+            self.unacked -= 1;
+        }
+        Ok(())
+    }
+
+    /// Streams every chunk of partition `p` (`GET_EDGES` / `GET_UPDATES`) in
+    /// `phase` through `f`, with `window` requests outstanding at distinct
+    /// random storage engines; done when every engine said it has none left.
+    fn stream(
+        &mut self,
+        op: u32,
+        p: u32,
+        phase: u32,
+        f: &mut dyn FnMut(&mut Self, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let n = self.t.size();
+        let mut live: Vec<usize> = (0..n).collect();
+        let mut asked = vec![false; n];
+        let mut outstanding = 0usize;
+        loop {
+            while outstanding < self.window {
+                let idle: Vec<usize> = live.iter().copied().filter(|&r| !asked[r]).collect();
+                if idle.is_empty() {
+                    break;
+                }
+                let r = idle[self.rng.below(idle.len())];
+                self.t.send(r, TAG_REQ, header(op, p, 0, phase))?;
+                asked[r] = true;
+                outstanding += 1;
+            }
+            if outstanding == 0 {
+                return Ok(());
+            }
+            let (r, status, data) = self.await_reply(None, TAG_RESP)?;
+            if !asked[r] {
+                return Err(DistError::Protocol(format!(
+                    "an unasked reply from rank {r}"
+                )));
+            }
+            asked[r] = false;
+            outstanding -= 1;
+            if status == storage::EMPTY {
+                live.retain(|&x| x != r);
+            } else {
+                f(self, &data)?;
+            }
+        }
+    }
+}
+
+/// One partition's vertex data in memory.
+struct Part<V> {
+    a: u64,
+    vals: Vec<V>,
+    eps: Vec<u32>,
+    degs: Vec<u32>,
+}
+
+fn load<P: EdgeProgram>(ctx: &mut Ctx, prog: &P, p: u32, degrees: bool) -> Result<Part<P::V>> {
+    let plan = ctx.plan;
+    let (a, b) = plan.range(p);
+    let cnt = (b - a) as usize;
+    let vs = std::mem::size_of::<P::V>();
+    let mut vals = vec![P::V::zeroed(); cnt];
+    let mut eps = vec![NEVER; cnt];
+    let mut degs = vec![0u32; if degrees { cnt } else { 0 }];
+    for c in 0..plan.vertex_chunks(p) {
+        let (x, y) = plan.chunk_range(p, c);
+        let (i, j) = ((x - a) as usize, (y - a) as usize);
+        let blob = ctx.vertex_chunk(storage::GET_STATE, p, c)?.ok_or_else(|| {
+            DistError::Protocol(format!(
+                "vertex chunk {c} of partition {p} was never written ({})",
+                prog.name()
+            ))
+        })?;
+        if blob.len() != (j - i) * (vs + 4) {
+            return Err(DistError::Protocol(format!(
+                "vertex chunk {c} of partition {p}: {} bytes, {} expected",
+                blob.len(),
+                (j - i) * (vs + 4)
+            )));
+        }
+        let (vb, eb) = blob.split_at((j - i) * vs);
+        bytemuck::cast_slice_mut::<P::V, u8>(&mut vals[i..j]).copy_from_slice(vb);
+        bytemuck::cast_slice_mut::<u32, u8>(&mut eps[i..j]).copy_from_slice(eb);
+        if degrees {
+            fetch_degrees(ctx, p, c, &mut degs[i..j])?;
+        }
+    }
+    Ok(Part { a, vals, eps, degs })
+}
+
+fn fetch_degrees(ctx: &mut Ctx, p: u32, c: u32, out: &mut [u32]) -> Result<()> {
+    let d = ctx
+        .vertex_chunk(storage::GET_DEGREES, p, c)?
+        .ok_or_else(|| DistError::Protocol(format!("no degrees for chunk {c} of {p}")))?;
+    if d.len() != 4 * out.len() {
+        return Err(DistError::Protocol(format!(
+            "degrees of chunk {c} of partition {p}: {} bytes, {} expected",
+            d.len(),
+            4 * out.len()
+        )));
+    }
+    bytemuck::cast_slice_mut::<u32, u8>(out).copy_from_slice(&d);
+    Ok(())
+}
+
+fn store<V: bytemuck::Pod>(ctx: &mut Ctx, p: u32, part: &Part<V>) -> Result<()> {
+    let plan = ctx.plan;
+    for c in 0..plan.vertex_chunks(p) {
+        let (x, y) = plan.chunk_range(p, c);
+        let (i, j) = ((x - part.a) as usize, (y - part.a) as usize);
+        let mut msg = header(storage::PUT_STATE, p, c, 0);
+        msg.extend_from_slice(bytemuck::cast_slice(&part.vals[i..j]));
+        msg.extend_from_slice(bytemuck::cast_slice(&part.eps[i..j]));
+        let limit = 2 * ctx.t.size();
+        ctx.put(plan.vertex_home(p, c), msg, limit)?;
+    }
+    Ok(())
+}
+
+/// Per-partition aggregates and active counts, exchanged and added up in
+/// partition order on every rank.
+fn exchange_totals(ctx: &mut Ctx, mine: &[(u32, Aggregates, u64)]) -> Result<(Aggregates, u64)> {
+    let mut buf = Vec::with_capacity(mine.len() * 44);
+    for (p, agg, act) in mine {
+        buf.extend_from_slice(&p.to_le_bytes());
+        for x in agg {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        buf.extend_from_slice(&act.to_le_bytes());
+    }
+    let all = transport::all_gather(ctx.t, &buf, &mut ctx.idle)?;
+    let mut per: Vec<(u32, Aggregates, u64)> = Vec::new();
+    for b in all {
+        for r in b.chunks_exact(44) {
+            let p = u32::from_le_bytes(r[0..4].try_into().expect("4"));
+            let agg: Aggregates = std::array::from_fn(|i| {
+                f64::from_le_bytes(r[4 + 8 * i..12 + 8 * i].try_into().expect("8"))
+            });
+            let act = u64::from_le_bytes(r[36..44].try_into().expect("8"));
+            per.push((p, agg, act));
+        }
+    }
+    per.sort_by_key(|x| x.0);
+    let mut sums = Sums::default();
+    let mut active = 0;
+    for (_, agg, act) in &per {
+        sums.add(agg);
+        active += act;
+    }
+    Ok((sums.total(), active))
+}
+
+/// Runs `prog` over the layout on every rank (each rank calls this with its own
+/// transport). Rank 0 gets the result for every vertex; the others an empty array.
+pub fn run<P: EdgeProgram>(
+    t: &dyn Transport,
+    dir: &Path,
+    manifest: &RankManifest,
+    cfg: &DistConfig,
+    prog: &P,
+) -> Result<(VertexArray<P::Out>, u64, RankStats)> {
+    let plan = &manifest.plan;
+    let rank = t.rank();
+    let vs = std::mem::size_of::<P::V>() as u64;
+    let need = plan.partition_vertices * prog.bytes_per_vertex();
+    if need > cfg.memory {
+        return Err(DistError::Invalid(format!(
+            "{}: a partition of {} vertices needs {} of vertex data, more than --memory {}; make the layout again with a smaller --memory at dist ingest",
+            prog.name(),
+            plan.partition_vertices,
+            outcore_io::format_bytes(need),
+            outcore_io::format_bytes(cfg.memory)
+        )));
+    }
+    let run_dir = match &cfg.work_dir {
+        Some(w) => w.join(format!("rank-{rank}.run")),
+        None => crate::layout::rank_dir(dir, rank).join("run"),
+    };
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| outcore_io::IoError::new(&run_dir, "create directory", e))?;
+    let io = outcore_io::IoStats::new();
+    let mut st = storage::Storage::open(dir, manifest.clone(), run_dir.clone(), vs + 4, io)?;
+    let window = if cfg.window > 0 {
+        cfg.window.min(t.size())
+    } else {
+        batch_factor(t.size(), 0.99)
+    };
+    let mut ctx = Ctx {
+        t,
+        plan,
+        rng: Rng::new(cfg.seed ^ (rank as u64) << 40),
+        window,
+        idle: Duration::ZERO,
+        unacked: 0,
+        stats: RankStats {
+            rank,
+            window,
+            ..Default::default()
+        },
+    };
+    let result = std::thread::scope(|s| {
+        let server = s.spawn(|| st.serve(t));
+        let r = compute(&mut ctx, cfg, prog);
+        if let Err(e) = &r {
+            // The other ranks may be waiting on this one: stop them all.
+            if !matches!(e, DistError::Stopped { .. }) {
+                transport::abort_all(t, &e.to_string());
+            }
+            let _ = t.send(rank, TAG_REQ, header(storage::STOP, 0, 0, 0));
+            let _ = server.join();
+            return (r, None);
+        }
+        // Every rank is past the last request before any storage engine stops.
+        let r = r.and_then(|x| transport::barrier(t, &mut ctx.idle).map(|_| x));
+        let _ = t.send(rank, TAG_REQ, header(storage::STOP, 0, 0, 0));
+        let served = server.join().expect("storage thread");
+        (r, Some(served))
+    });
+    let _ = std::fs::remove_dir_all(&run_dir);
+    match result {
+        (Err(e), None) => Err(e),
+        (r, served) => {
+            if let Some(Err(e)) = served {
+                return Err(e);
+            }
+            let (out, it) = r?;
+            let mut stats = ctx.stats;
+            stats.idle_seconds = ctx.idle.as_secs_f64();
+            let (s, rcv) = t.traffic();
+            stats.bytes_sent = s;
+            stats.bytes_received = rcv;
+            stats.storage = st.stats.clone();
+            Ok((out, it, stats))
+        }
+    }
+}
+
+fn compute<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    cfg: &DistConfig,
+    prog: &P,
+) -> Result<(VertexArray<P::Out>, u64)> {
+    let plan = ctx.plan;
+    let rank = ctx.t.rank();
+    let mine: Vec<u32> = (0..plan.partitions)
+        .filter(|&p| plan.master(p) == rank)
+        .collect();
+    ctx.stats.partitions_mastered = mine.len() as u64;
+    let degrees = prog.uses_degrees();
+    // Initial values.
+    let mut totals = Vec::new();
+    for &p in &mine {
+        let (a, b) = plan.range(p);
+        let cnt = (b - a) as usize;
+        let mut part = Part {
+            a,
+            vals: vec![P::V::zeroed(); cnt],
+            eps: vec![NEVER; cnt],
+            degs: vec![0; cnt],
+        };
+        if degrees {
+            for c in 0..plan.vertex_chunks(p) {
+                let (x, y) = plan.chunk_range(p, c);
+                fetch_degrees(
+                    ctx,
+                    p,
+                    c,
+                    &mut part.degs[(x - a) as usize..(y - a) as usize],
+                )?;
+            }
+        }
+        let mut sums = Sums::default();
+        let mut active = 0u64;
+        for i in 0..cnt {
+            let mut one: Aggregates = [0.0; 4];
+            let (x, act) = prog.init((a + i as u64) as u32, part.degs[i], &mut one);
+            sums.add(&one);
+            part.vals[i] = x;
+            if act {
+                part.eps[i] = 0;
+                active += 1;
+            }
+        }
+        store(ctx, p, &part)?;
+        totals.push((p, sums.total(), active));
+    }
+    ctx.drain_acks(0)?;
+    let (prev, mut active) = exchange_totals(ctx, &totals)?;
+    let mut g = Globals { iteration: 0, prev };
+    let rb = plan.record_bytes() as usize;
+    let bins_room = (cfg.memory / 4 / plan.partitions.max(1) as u64).max(64 << 10);
+    let bin_bytes = (bins_room.min(plan.chunk_bytes) / 12 * 12).max(12) as usize;
+    let mut done = 0u64;
+    while prog.proceed(done, &g.prev, active) {
+        let it = done + 1;
+        g.iteration = it;
+        // Scatter.
+        let t0 = Instant::now();
+        let mut bins: Vec<Vec<u8>> = vec![Vec::new(); plan.partitions as usize];
+        let mut sent = vec![0u64; plan.partitions as usize];
+        for &p in &mine {
+            let part = load(ctx, prog, p, degrees)?;
+            let cnt = part.vals.len();
+            let act: Vec<bool> = (0..cnt)
+                .map(|i| prog.all_active() || part.eps[i] == (it - 1) as u32)
+                .collect();
+            if !act.iter().any(|&x| x) {
+                ctx.stats.partitions_passed_over += 1;
+                continue;
+            }
+            let msgs: Vec<u64> = (0..cnt)
+                .map(|i| {
+                    if act[i] {
+                        prog.message(&part.vals[i], if degrees { part.degs[i] } else { 0 })
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let (a, b) = plan.range(p);
+            let n = plan.vertices;
+            let weighted = plan.weighted && prog.weighted();
+            let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+                ctx.stats.edge_chunks_read += 1;
+                if !data.len().is_multiple_of(rb) {
+                    return Err(DistError::Layout(format!(
+                        "an edge chunk of partition {p} holds {} bytes, not whole records",
+                        data.len()
+                    )));
+                }
+                for r in data.chunks_exact(rb) {
+                    let u = u32_at(r, 0);
+                    let v = u32_at(r, 1);
+                    if (u as u64) < a || u as u64 >= b || v as u64 >= n {
+                        return Err(DistError::Layout(format!(
+                            "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
+                        )));
+                    }
+                    let i = (u as u64 - a) as usize;
+                    if !act[i] {
+                        continue;
+                    }
+                    let w = if weighted {
+                        f32::from_bits(u32_at(r, 2))
+                    } else {
+                        1.0
+                    };
+                    let x = prog.edge(msgs[i], u, w).ok_or(DistError::Engine(
+                        EngineError::BadEdge {
+                            program: prog.name(),
+                            u,
+                            v,
+                            w,
+                        },
+                    ))?;
+                    let q = plan.partition_of(v) as usize;
+                    let bin = &mut bins[q];
+                    if bin.is_empty() {
+                        bin.reserve_exact(16 + bin_bytes);
+                        bin.extend_from_slice(&header(
+                            storage::PUT_UPDATES,
+                            q as u32,
+                            0,
+                            2 * it as u32,
+                        ));
+                    }
+                    bin.extend_from_slice(&v.to_le_bytes());
+                    bin.extend_from_slice(&x.to_le_bytes());
+                    ctx.stats.updates_sent += 1;
+                    if bin.len() - 16 + 12 > bin_bytes {
+                        let to = ctx.rng.below(ctx.t.size());
+                        let msg = std::mem::take(bin);
+                        sent[q] += 1;
+                        ctx.stats.update_chunks_sent += 1;
+                        let limit = 2 * ctx.t.size();
+                        ctx.put(to, msg, limit)?;
+                    }
+                }
+                ctx.stats.edges_processed += (data.len() / rb) as u64;
+                Ok(())
+            };
+            ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)?;
+        }
+        for (q, bin) in bins.iter_mut().enumerate() {
+            if !bin.is_empty() {
+                let to = ctx.rng.below(ctx.t.size());
+                sent[q] += 1;
+                ctx.stats.update_chunks_sent += 1;
+                let limit = 2 * ctx.t.size();
+                ctx.put(to, std::mem::take(bin), limit)?;
+            }
+        }
+        drop(bins);
+        ctx.drain_acks(0)?;
+        // Every update is stored: tell who received how many (the barrier).
+        let mut buf = Vec::with_capacity(sent.len() * 8);
+        for x in &sent {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        let all = transport::all_gather(ctx.t, &buf, &mut ctx.idle)?;
+        let mut received = vec![0u64; plan.partitions as usize];
+        for b in all {
+            for (q, x) in b.chunks_exact(8).enumerate() {
+                received[q] += u64::from_le_bytes(x.try_into().expect("8"));
+            }
+        }
+        ctx.stats.scatter_seconds += t0.elapsed().as_secs_f64();
+        // Gather and apply.
+        let t0 = Instant::now();
+        let mut totals = Vec::new();
+        for &p in &mine {
+            if received[p as usize] == 0 && prog.idle_without_messages() {
+                ctx.stats.partitions_passed_over += 1;
+                continue;
+            }
+            let mut part = load(ctx, prog, p, degrees)?;
+            let cnt = part.vals.len();
+            let a = part.a;
+            let mut acc = vec![prog.identity(); cnt];
+            let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+                ctx.stats.update_chunks_read += 1;
+                if !data.len().is_multiple_of(12) {
+                    return Err(DistError::Protocol(format!(
+                        "an update chunk of partition {p} holds {} bytes",
+                        data.len()
+                    )));
+                }
+                for r in data.chunks_exact(12) {
+                    let v = u32_at(r, 0) as u64;
+                    let x = u64::from_le_bytes(r[4..12].try_into().expect("8"));
+                    let i = v
+                        .checked_sub(a)
+                        .filter(|&i| i < cnt as u64)
+                        .ok_or_else(|| {
+                            DistError::Protocol(format!(
+                                "an update for vertex {v} reached partition {p}"
+                            ))
+                        })? as usize;
+                    acc[i] = prog.combine(acc[i], x);
+                }
+                Ok(())
+            };
+            ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &mut f)?;
+            let mut sums = Sums::default();
+            let mut act = 0u64;
+            for (i, &x) in acc.iter().enumerate() {
+                let mut one: Aggregates = [0.0; 4];
+                let d = if degrees { part.degs[i] } else { 0 };
+                if prog.apply(&g, &mut part.vals[i], x, d, &mut one) {
+                    part.eps[i] = it as u32;
+                    act += 1;
+                }
+                sums.add(&one);
+            }
+            store(ctx, p, &part)?;
+            totals.push((p, sums.total(), act));
+        }
+        ctx.drain_acks(0)?;
+        let (prev, a) = exchange_totals(ctx, &totals)?;
+        g.prev = prev;
+        active = a;
+        ctx.stats.gather_seconds += t0.elapsed().as_secs_f64();
+        done = it;
+    }
+    // The result, gathered on rank 0.
+    let n = if rank == 0 { plan.vertices as usize } else { 0 };
+    let budget = StateBudget::new(cfg.memory / 2, std::env::temp_dir());
+    let mut out = budget
+        .alloc::<P::Out>(prog.name(), n, P::Out::zeroed())
+        .map_err(|e| DistError::Invalid(e.to_string()))?;
+    let os = std::mem::size_of::<P::Out>();
+    for &p in &mine {
+        for c in 0..plan.vertex_chunks(p) {
+            let (x, y) = plan.chunk_range(p, c);
+            let blob = ctx.vertex_chunk(storage::GET_STATE, p, c)?.ok_or_else(|| {
+                DistError::Protocol(format!("vertex chunk {c} of partition {p} is missing"))
+            })?;
+            let cnt = (y - x) as usize;
+            let mut vals = vec![P::V::zeroed(); cnt];
+            bytemuck::cast_slice_mut::<P::V, u8>(&mut vals)
+                .copy_from_slice(&blob[..cnt * std::mem::size_of::<P::V>()]);
+            let res: Vec<P::Out> = vals.iter().map(|v| prog.output(v)).collect();
+            if rank == 0 {
+                out[x as usize..y as usize].copy_from_slice(&res);
+            } else {
+                let mut msg = Vec::with_capacity(8 + cnt * os);
+                msg.extend_from_slice(&p.to_le_bytes());
+                msg.extend_from_slice(&c.to_le_bytes());
+                msg.extend_from_slice(bytemuck::cast_slice(&res));
+                ctx.t.send(0, TAG_RESULT, msg)?;
+            }
+        }
+    }
+    if rank == 0 {
+        let expected: u64 = (0..plan.partitions)
+            .filter(|&p| plan.master(p) != 0)
+            .map(|p| plan.vertex_chunks(p) as u64)
+            .sum();
+        for _ in 0..expected {
+            let (from, m) = transport::recv(ctx.t, None, TAG_RESULT, &mut ctx.idle)?;
+            if m.len() < 8 {
+                return Err(DistError::Protocol(format!(
+                    "rank {from} sent a short result"
+                )));
+            }
+            let (p, c) = (u32_at(&m, 0), u32_at(&m, 1));
+            if p >= plan.partitions || c >= plan.vertex_chunks(p) {
+                return Err(DistError::Protocol(format!(
+                    "rank {from} sent a result for chunk {c} of partition {p}"
+                )));
+            }
+            let (x, y) = plan.chunk_range(p, c);
+            if m.len() - 8 != (y - x) as usize * os {
+                return Err(DistError::Protocol(format!(
+                    "rank {from} sent {} result bytes for chunk {c} of partition {p}",
+                    m.len() - 8
+                )));
+            }
+            bytemuck::cast_slice_mut::<P::Out, u8>(&mut out[x as usize..y as usize])
+                .copy_from_slice(&m[8..]);
+        }
+    }
+    Ok((out, done))
+}
+
+const _: () = assert!(TAG_ACK != TAG_RESP);

@@ -1,0 +1,233 @@
+//! The distributed layout (Chaos §3, §6.2-§6.4): streaming partitions are ranges
+//! of consecutive vertex ids; a partition's out-edges are cut into chunks that
+//! live on uniformly random ranks; a partition's vertex set is cut into vertex
+//! chunks placed by hashing (partition, chunk).
+//!
+//! # Files of one rank (`DIR/rank-K`, written by rank K alone)
+//! - `edges.bin`: the edge chunks this rank holds, one after another. A chunk
+//!   holds edges of one partition as little-endian records `u32 u, u32 v` (and
+//!   `f32 w` on a weighted store), at most `chunk_bytes` bytes.
+//! - `degrees.bin`: the out-degrees (`u32` each) of the vertex chunks hashed to
+//!   this rank.
+//! - `idmap.bin` (remapped stores): the user id (`u64`) of every dense id, on
+//!   every rank, so the answer can be written in the user's ids anywhere.
+//! - `manifest.json` ([`RankManifest`]): the layout every rank agrees on (the
+//!   same `layout_id`), and this rank's chunks with their CRC-32s. Written last,
+//!   atomically (temporary + rename), so an interrupted ingest leaves no manifest
+//!   and a run refuses the directory.
+
+use crate::error::{DistError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const FORMAT: &str = "outcore-dist";
+pub const VERSION: u32 = 1;
+pub const MANIFEST: &str = "manifest.json";
+
+/// What every rank agrees on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    /// Random, the same on every rank of one ingest.
+    pub layout_id: u64,
+    pub ranks: u32,
+    pub vertices: u64,
+    pub edges: u64,
+    pub weighted: bool,
+    pub directed: bool,
+    pub partitions: u32,
+    /// Vertices per partition (the last may hold fewer).
+    pub partition_vertices: u64,
+    /// Vertices per vertex chunk.
+    pub vertex_chunk: u64,
+    /// Largest edge chunk in bytes.
+    pub chunk_bytes: u64,
+    /// User id = dense id + `id_base` unless `remapped` (then `idmap.bin`).
+    pub id_base: u64,
+    pub remapped: bool,
+    /// CRC-32 of `idmap.bin` (0 when not remapped).
+    pub idmap_crc: u32,
+    /// Parallel edges the store holds (results that count every edge say so).
+    pub parallel_edges: u64,
+}
+
+impl Plan {
+    /// Bytes of one edge record.
+    pub fn record_bytes(&self) -> u64 {
+        if self.weighted {
+            12
+        } else {
+            8
+        }
+    }
+    /// The partition of vertex `v`.
+    pub fn partition_of(&self, v: u32) -> u32 {
+        (v as u64 / self.partition_vertices) as u32
+    }
+    /// The vertex range `[a, b)` of partition `p`.
+    pub fn range(&self, p: u32) -> (u64, u64) {
+        let a = (p as u64 * self.partition_vertices).min(self.vertices);
+        (a, (a + self.partition_vertices).min(self.vertices))
+    }
+    /// Vertex chunks of partition `p`.
+    pub fn vertex_chunks(&self, p: u32) -> u32 {
+        let (a, b) = self.range(p);
+        (b - a).div_ceil(self.vertex_chunk) as u32
+    }
+    /// The vertex range of chunk `c` of partition `p`.
+    pub fn chunk_range(&self, p: u32, c: u32) -> (u64, u64) {
+        let (a, b) = self.range(p);
+        let x = (a + c as u64 * self.vertex_chunk).min(b);
+        (x, (x + self.vertex_chunk).min(b))
+    }
+    /// The rank storing vertex chunk `c` of partition `p` (§6.4: hashing).
+    pub fn vertex_home(&self, p: u32, c: u32) -> usize {
+        (mix((p as u64) << 32 | c as u64 ^ self.layout_id) % self.ranks as u64) as usize
+    }
+    /// The rank whose computation engine is the master of partition `p`.
+    pub fn master(&self, p: u32) -> usize {
+        (p % self.ranks) as usize
+    }
+}
+
+/// One edge chunk held by a rank.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EdgeChunk {
+    pub partition: u32,
+    pub offset: u64,
+    pub bytes: u64,
+    pub crc: u32,
+}
+
+/// One vertex chunk's degrees held by a rank.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DegreeChunk {
+    pub partition: u32,
+    pub chunk: u32,
+    pub offset: u64,
+    pub count: u64,
+    pub crc: u32,
+}
+
+/// `DIR/rank-K/manifest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RankManifest {
+    pub format: String,
+    pub version: u32,
+    pub rank: u32,
+    pub plan: Plan,
+    pub edge_chunks: Vec<EdgeChunk>,
+    pub degree_chunks: Vec<DegreeChunk>,
+}
+
+/// The directory of rank `rank` under `dir`.
+pub fn rank_dir(dir: &Path, rank: usize) -> PathBuf {
+    dir.join(format!("rank-{rank}"))
+}
+
+impl RankManifest {
+    /// Reads and checks `DIR/rank-K/manifest.json` for rank `rank` of `ranks`.
+    pub fn load(dir: &Path, rank: usize, ranks: usize) -> Result<RankManifest> {
+        let rd = rank_dir(dir, rank);
+        let path = rd.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound && rd.is_dir() {
+                DistError::Layout(format!(
+                    "{}: no manifest: an interrupted or failed dist ingest left this directory; ingest again with --force",
+                    rd.display()
+                ))
+            } else if e.kind() == std::io::ErrorKind::NotFound {
+                DistError::Layout(format!(
+                    "{}: not found: {} is not a dist store for {ranks} ranks (make one with mpirun -np {ranks} outcore dist ingest)",
+                    rd.display(),
+                    dir.display()
+                ))
+            } else {
+                DistError::Io(outcore_io::IoError::new(&path, "read", e))
+            }
+        })?;
+        let m: RankManifest = serde_json::from_str(&text)
+            .map_err(|e| DistError::Layout(format!("{}: damaged manifest: {e}", path.display())))?;
+        if m.format != FORMAT || m.version != VERSION {
+            return Err(DistError::Layout(format!(
+                "{}: format {} version {}, this outcore reads {FORMAT} version {VERSION}",
+                path.display(),
+                m.format,
+                m.version
+            )));
+        }
+        if m.rank as usize != rank {
+            return Err(DistError::Layout(format!(
+                "{}: written by rank {}, read by rank {rank}",
+                path.display(),
+                m.rank
+            )));
+        }
+        if m.plan.ranks as usize != ranks {
+            return Err(DistError::Layout(format!(
+                "{} was made for {} ranks; run it with mpirun -np {} (this run has {ranks})",
+                dir.display(),
+                m.plan.ranks,
+                m.plan.ranks
+            )));
+        }
+        Ok(m)
+    }
+
+    /// Writes the manifest atomically into `rd`.
+    pub fn save(&self, rd: &Path) -> Result<()> {
+        let path = rd.join(MANIFEST);
+        let tmp = rd.join(".manifest.json.tmp");
+        let text = serde_json::to_string_pretty(self).expect("serialisable") + "\n";
+        write_synced(&tmp, text.as_bytes())?;
+        std::fs::rename(&tmp, &path).map_err(|e| outcore_io::IoError::new(&path, "rename", e))?;
+        outcore_io::sync_dir(rd)?;
+        Ok(())
+    }
+}
+
+/// Writes `data` to `path` and syncs it.
+pub(crate) fn write_synced(path: &Path, data: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f =
+        std::fs::File::create(path).map_err(|e| outcore_io::IoError::new(path, "create", e))?;
+    outcore_io::fault::charge_write(data.len())
+        .and_then(|_| f.write_all(data))
+        .and_then(|_| f.sync_all())
+        .map_err(|e| outcore_io::IoError::new(path, "write", e))?;
+    Ok(())
+}
+
+/// SplitMix64's finaliser: a well-mixed hash of `x`.
+pub fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A small seeded generator for chunk placement and request targets.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(mix(seed))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+/// The number of partitions: the smallest multiple of `ranks` whose largest
+/// partition's vertex state (`bytes_per_vertex` each) fits `vertex_memory`
+/// (Chaos §3).
+pub fn partitions_for(vertices: u64, ranks: u32, bytes_per_vertex: u64, vertex_memory: u64) -> u32 {
+    let per = (vertex_memory / bytes_per_vertex).max(1);
+    let need = vertices.div_ceil(per).max(1);
+    (need.div_ceil(ranks as u64) * ranks as u64).min(u32::MAX as u64) as u32
+}

@@ -1,0 +1,367 @@
+//! The storage engine of one rank (Chaos §6): serves chunk requests from every
+//! computation engine, its own included, on a thread of its own.
+//!
+//! # Requests (`TAG_REQ`; header `op, partition, chunk, phase` as four LE `u32`)
+//! - `GET_EDGES p phase` / `GET_UPDATES p phase`: any chunk of partition `p` not
+//!   yet handed out in this phase (§6.3) — each chunk exactly once per phase,
+//!   whoever asks, so several engines can share a partition without talking to
+//!   each other. A new phase number resets the partition's cursor. Replied
+//!   with [`OK`] + the chunk, or [`EMPTY`] when none is left here.
+//! - `PUT_UPDATES p phase` + records: appends an update chunk to partition `p`'s
+//!   update file; the first put of a newer phase empties the file first (the
+//!   previous iteration's updates are consumed). Acknowledged on `TAG_ACK`.
+//! - `GET_DEGREES p c`, `GET_STATE p c`, `PUT_STATE p c` + blob: vertex chunk `c`
+//!   of partition `p`, stored here because it hashes here (§6.4). A state chunk
+//!   never written is replied [`EMPTY`].
+//! - `STOP` (from its own rank): the thread ends.
+//!
+//! Every chunk read from the layout is checked against its CRC-32 from the
+//! manifest; a mismatch is replied as [`FAILED`] with the file and chunk named,
+//! and the asking engine stops the run with that message.
+
+use crate::error::{DistError, Result};
+use crate::layout::{rank_dir, RankManifest};
+use crate::transport::{Tag, Transport};
+use crate::{TAG_ACK, TAG_RESP};
+use outcore_io::{InFile, IoError, IoStats, ReadMode, ScratchFile};
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const GET_EDGES: u32 = 1;
+pub const GET_UPDATES: u32 = 2;
+pub const PUT_UPDATES: u32 = 3;
+pub const GET_DEGREES: u32 = 4;
+pub const GET_STATE: u32 = 5;
+pub const PUT_STATE: u32 = 6;
+pub const STOP: u32 = 7;
+
+pub const OK: u32 = 0;
+pub const EMPTY: u32 = 1;
+pub const FAILED: u32 = 2;
+
+/// A request's header.
+pub fn header(op: u32, part: u32, chunk: u32, phase: u32) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16);
+    for x in [op, part, chunk, phase] {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v
+}
+
+/// A reply: status then payload.
+pub fn reply(status: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(4 + payload.len());
+    v.extend_from_slice(&status.to_le_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+pub(crate) fn u32_at(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+}
+
+/// What one storage engine did.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct StorageStats {
+    pub requests: u64,
+    pub edge_chunks_served: u64,
+    pub update_chunks_stored: u64,
+    pub update_chunks_served: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Seconds spent waiting for requests.
+    pub idle_seconds: f64,
+}
+
+/// A file of update chunks for one partition.
+struct Updates {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    chunks: Vec<(u64, u64)>,
+    len: u64,
+    put_phase: u32,
+    get_phase: u32,
+    cursor: usize,
+}
+
+/// One rank's storage engine.
+pub struct Storage {
+    manifest: RankManifest,
+    run_dir: PathBuf,
+    edges: InFile,
+    degrees: InFile,
+    /// Edge chunk indices by partition.
+    by_part: Vec<Vec<usize>>,
+    /// Per partition: (phase, next chunk) of the edge cursor.
+    edge_cursor: Vec<(u32, usize)>,
+    updates: HashMap<u32, Updates>,
+    /// Offsets of the state chunks hashed here, and which were written.
+    state_slot: HashMap<(u32, u32), (u64, u64, bool)>,
+    state: Option<ScratchFile>,
+    /// Bytes of vertex state per vertex (value + epoch).
+    state_bytes: u64,
+    io: Arc<IoStats>,
+    pub stats: StorageStats,
+}
+
+impl Storage {
+    /// Opens rank `manifest.rank`'s files under `dir`; run files go to `run_dir`.
+    pub fn open(
+        dir: &Path,
+        manifest: RankManifest,
+        run_dir: PathBuf,
+        state_bytes: u64,
+        io: Arc<IoStats>,
+    ) -> Result<Storage> {
+        let rd = rank_dir(dir, manifest.rank as usize);
+        let edges = InFile::open(&rd.join("edges.bin"), ReadMode::Buffered, io.clone())?;
+        let degrees = InFile::open(&rd.join("degrees.bin"), ReadMode::Buffered, io.clone())?;
+        let plan = &manifest.plan;
+        let mut by_part = vec![Vec::new(); plan.partitions as usize];
+        for (i, c) in manifest.edge_chunks.iter().enumerate() {
+            let p = by_part.get_mut(c.partition as usize).ok_or_else(|| {
+                DistError::Layout(format!(
+                    "{}: an edge chunk of partition {} (the layout has {})",
+                    rd.join("manifest.json").display(),
+                    c.partition,
+                    plan.partitions
+                ))
+            })?;
+            p.push(i);
+        }
+        let mut state_slot = HashMap::new();
+        let mut off = 0u64;
+        for p in 0..plan.partitions {
+            for c in 0..plan.vertex_chunks(p) {
+                if plan.vertex_home(p, c) == manifest.rank as usize {
+                    let (a, b) = plan.chunk_range(p, c);
+                    let len = (b - a) * state_bytes;
+                    state_slot.insert((p, c), (off, len, false));
+                    off += len;
+                }
+            }
+        }
+        let state = if off > 0 {
+            Some(ScratchFile::create(
+                &run_dir,
+                "dist-state",
+                off,
+                io.clone(),
+            )?)
+        } else {
+            None
+        };
+        Ok(Storage {
+            edge_cursor: vec![(u32::MAX, 0); plan.partitions as usize],
+            manifest,
+            run_dir,
+            edges,
+            degrees,
+            by_part,
+            updates: HashMap::new(),
+            state_slot,
+            state,
+            state_bytes,
+            io,
+            stats: StorageStats::default(),
+        })
+    }
+
+    /// Serves requests until its own rank says `STOP`.
+    pub fn serve(&mut self, t: &dyn Transport) -> Result<()> {
+        let mut idle = Duration::ZERO;
+        loop {
+            let (from, msg) = crate::transport::recv_request(t, &mut idle)?;
+            if msg.len() < 16 {
+                return Err(DistError::Protocol(format!(
+                    "rank {from} sent a request of {} bytes",
+                    msg.len()
+                )));
+            }
+            let op = u32_at(&msg, 0);
+            if op == STOP && from == t.rank() {
+                break;
+            }
+            self.stats.requests += 1;
+            let (tag, out) = match self.handle(op, &msg) {
+                Ok(x) => x,
+                Err(e) => (TAG_RESP, reply(FAILED, e.to_string().as_bytes())),
+            };
+            t.send(from, tag, out)?;
+        }
+        self.stats.idle_seconds = idle.as_secs_f64();
+        let io = self.io.snapshot();
+        self.stats.bytes_read = io.bytes_read;
+        self.stats.bytes_written = io.bytes_written;
+        Ok(())
+    }
+
+    fn handle(&mut self, op: u32, msg: &[u8]) -> Result<(Tag, Vec<u8>)> {
+        let (part, chunk, phase) = (u32_at(msg, 1), u32_at(msg, 2), u32_at(msg, 3));
+        let plan = &self.manifest.plan;
+        if part >= plan.partitions {
+            return Err(DistError::Protocol(format!(
+                "a request for partition {part} of {}",
+                plan.partitions
+            )));
+        }
+        match op {
+            GET_EDGES => {
+                let cur = &mut self.edge_cursor[part as usize];
+                if cur.0 != phase {
+                    *cur = (phase, 0);
+                }
+                let Some(&i) = self.by_part[part as usize].get(cur.1) else {
+                    return Ok((TAG_RESP, reply(EMPTY, &[])));
+                };
+                cur.1 += 1;
+                let c = &self.manifest.edge_chunks[i];
+                let mut out = reply(OK, &[]);
+                out.resize(4 + c.bytes as usize, 0);
+                self.edges.read_exact_at(c.offset, &mut out[4..])?;
+                if crc32fast::hash(&out[4..]) != c.crc {
+                    return Err(DistError::Layout(format!(
+                        "{}: edge chunk at byte {} (partition {part}) fails its checksum: the file is damaged",
+                        self.edges.path().display(),
+                        c.offset
+                    )));
+                }
+                self.stats.edge_chunks_served += 1;
+                Ok((TAG_RESP, out))
+            }
+            PUT_UPDATES => {
+                let io = self.io.clone();
+                let u = self.updates_of(part)?;
+                if u.put_phase != phase {
+                    if let Some(f) = &u.file {
+                        f.set_len(0)
+                            .map_err(|e| IoError::new(&u.path, "truncate", e))?;
+                    }
+                    u.chunks.clear();
+                    u.len = 0;
+                    u.put_phase = phase;
+                }
+                let data = &msg[16..];
+                let f = u.file.as_ref().expect("opened");
+                outcore_io::fault::charge_write(data.len())
+                    .and_then(|_| f.write_all_at(data, u.len))
+                    .map_err(|e| IoError::new(&u.path, "write", e))?;
+                io.add_write(data.len() as u64);
+                u.chunks.push((u.len, data.len() as u64));
+                u.len += data.len() as u64;
+                self.stats.update_chunks_stored += 1;
+                Ok((TAG_ACK, reply(OK, &[])))
+            }
+            GET_UPDATES => {
+                let io = self.io.clone();
+                let u = self.updates_of(part)?;
+                if u.get_phase != phase {
+                    u.get_phase = phase;
+                    u.cursor = 0;
+                }
+                if u.put_phase.wrapping_add(1) != phase {
+                    // No update of this phase's scatter reached this rank.
+                    return Ok((TAG_RESP, reply(EMPTY, &[])));
+                }
+                let Some(&(off, len)) = u.chunks.get(u.cursor) else {
+                    return Ok((TAG_RESP, reply(EMPTY, &[])));
+                };
+                u.cursor += 1;
+                let mut out = reply(OK, &[]);
+                out.resize(4 + len as usize, 0);
+                let f = u.file.as_ref().expect("opened");
+                f.read_exact_at(&mut out[4..], off)
+                    .map_err(|e| IoError::new(&u.path, "read", e))?;
+                io.add_read(len);
+                self.stats.update_chunks_served += 1;
+                Ok((TAG_RESP, out))
+            }
+            GET_DEGREES => {
+                let d = self
+                    .manifest
+                    .degree_chunks
+                    .iter()
+                    .find(|d| d.partition == part && d.chunk == chunk)
+                    .ok_or_else(|| {
+                        DistError::Layout(format!(
+                            "{}: no degrees of vertex chunk {chunk} of partition {part}",
+                            self.degrees.path().display()
+                        ))
+                    })?;
+                let mut out = reply(OK, &[]);
+                out.resize(4 + 4 * d.count as usize, 0);
+                self.degrees.read_exact_at(d.offset, &mut out[4..])?;
+                if crc32fast::hash(&out[4..]) != d.crc {
+                    return Err(DistError::Layout(format!(
+                        "{}: degrees of vertex chunk {chunk} of partition {part} fail their checksum: the file is damaged",
+                        self.degrees.path().display()
+                    )));
+                }
+                Ok((TAG_RESP, out))
+            }
+            GET_STATE | PUT_STATE => {
+                let Some(slot) = self.state_slot.get_mut(&(part, chunk)) else {
+                    return Err(DistError::Protocol(format!(
+                        "vertex chunk {chunk} of partition {part} is not stored on this rank"
+                    )));
+                };
+                let file = self.state.as_ref().expect("state chunks here");
+                if op == PUT_STATE {
+                    let data = &msg[16..];
+                    if data.len() as u64 != slot.1 {
+                        return Err(DistError::Protocol(format!(
+                            "vertex chunk {chunk} of partition {part}: {} bytes put, {} expected",
+                            data.len(),
+                            slot.1
+                        )));
+                    }
+                    file.write_at(slot.0, data)?;
+                    slot.2 = true;
+                    return Ok((TAG_ACK, reply(OK, &[])));
+                }
+                if !slot.2 {
+                    return Ok((TAG_RESP, reply(EMPTY, &[])));
+                }
+                let mut out = reply(OK, &[]);
+                out.resize(4 + slot.1 as usize, 0);
+                file.read_at(slot.0, &mut out[4..])?;
+                Ok((TAG_RESP, out))
+            }
+            op => Err(DistError::Protocol(format!("unknown request {op}"))),
+        }
+    }
+
+    fn updates_of(&mut self, part: u32) -> Result<&mut Updates> {
+        if !self.updates.contains_key(&part) {
+            let path = self.run_dir.join(format!("updates-{part}.bin"));
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| IoError::new(&path, "create", e))?;
+            self.updates.insert(
+                part,
+                Updates {
+                    path,
+                    file: Some(file),
+                    chunks: Vec::new(),
+                    len: 0,
+                    put_phase: u32::MAX,
+                    get_phase: u32::MAX,
+                    cursor: 0,
+                },
+            );
+        }
+        Ok(self.updates.get_mut(&part).expect("inserted"))
+    }
+
+    /// Bytes of vertex state per vertex this engine was opened for.
+    pub fn state_bytes(&self) -> u64 {
+        self.state_bytes
+    }
+}

@@ -1,0 +1,316 @@
+//! The distributed engine's protocol with ranks as threads of one process (the
+//! MPI runs are in the CLI's tests): ingest on 1, 2 and 4 ranks, then every
+//! edge program must give the streaming engine's answer (integers exactly,
+//! floats within 1e-12 relative) for every rank count, partition count, chunk
+//! size and request window; a damaged chunk is refused by name.
+
+use outcore_algos::programs::{run_program_on, GraphFacts};
+use outcore_algos::{run, Algo, Output, Params};
+use outcore_dist::transport::{local, Transport};
+use outcore_dist::{ingest::ingest, DistConfig, DistIngestOptions, DistRunner, RankManifest};
+use outcore_engine::{StreamConfig, StreamEngine};
+use outcore_io::IoStats;
+use outcore_store::ingest::Quiet;
+use outcore_store::{IngestOptions, Store};
+use outcore_testkit::gen::{generate, GenKind, GenOptions};
+use std::path::{Path, PathBuf};
+
+fn input(dir: &Path, kind: GenKind, weighted: bool) -> PathBuf {
+    let ext = if weighted { "bin32w" } else { "bin32" };
+    let path = dir.join(format!("g.{ext}"));
+    let opts = GenOptions {
+        kind,
+        seed: 5,
+        weighted,
+        text: false,
+    };
+    generate(&opts, &path, IoStats::new(), &|_| {}).unwrap();
+    path
+}
+
+fn ingest_opts(undirected: bool, n: u64) -> IngestOptions {
+    IngestOptions {
+        undirected,
+        vertices: Some(n),
+        memory: 64 << 20,
+        ..Default::default()
+    }
+}
+
+fn same(a: &Output, b: &Output, what: &str) {
+    match (a, b) {
+        (Output::Bfs(x), Output::Bfs(y)) | (Output::Sssp(x), Output::Sssp(y)) => {
+            assert_eq!(&x[..], &y[..], "{what}")
+        }
+        (Output::Labels(x), Output::Labels(y)) => assert_eq!(&x[..], &y[..], "{what}"),
+        (Output::Values(x), Output::Values(y)) => {
+            assert_eq!(x.len(), y.len(), "{what}");
+            for (v, (p, q)) in x.iter().zip(y.iter()).enumerate() {
+                let tol = 1e-12 * p.abs().max(q.abs()).max(1e-300);
+                assert!((p - q).abs() <= tol, "{what}: vertex {v}: {p} vs {q}");
+            }
+        }
+        _ => panic!("{what}: different outputs"),
+    }
+}
+
+/// Ingests `input` over `ranks` threads into `dir`.
+fn dist_ingest(
+    input: &Path,
+    dir: &Path,
+    ranks: usize,
+    opts: &DistIngestOptions,
+    io: &IngestOptions,
+) {
+    let net = local::network(ranks);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = net
+            .iter()
+            .map(|t| {
+                s.spawn(move || {
+                    let mut make = |tmp: &Path| -> outcore_dist::Result<Store> {
+                        let o = IngestOptions {
+                            force: true,
+                            ..io.clone()
+                        };
+                        outcore_store::ingest(&[input.to_path_buf()], tmp, &o, &Quiet)?;
+                        Ok(Store::open(tmp)?)
+                    };
+                    ingest(t, dir, opts, &mut make)
+                })
+            })
+            .collect();
+        for h in hs {
+            let (plan, ranks_done) = h.join().unwrap().unwrap();
+            assert_eq!(ranks_done.len(), ranks);
+            assert_eq!(plan.ranks as usize, ranks);
+            assert_eq!(plan.partitions % ranks as u32, 0);
+        }
+    });
+}
+
+/// Runs `algo` on every rank; rank 0's result.
+fn dist_run(
+    dir: &Path,
+    ranks: usize,
+    algo: Algo,
+    p: &Params,
+    cfg: &DistConfig,
+) -> outcore_algos::Run {
+    let net = local::network(ranks);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = net
+            .iter()
+            .map(|t| {
+                let cfg = cfg.clone();
+                s.spawn(move || {
+                    let m = RankManifest::load(dir, t.rank(), ranks).unwrap();
+                    let ids = outcore_dist::id_map(dir, &m).unwrap();
+                    let facts = GraphFacts {
+                        vertices: m.plan.vertices,
+                        directed: m.plan.directed,
+                        dir,
+                        ids: &|| Ok(ids.clone()),
+                    };
+                    let mut r = DistRunner {
+                        transport: t,
+                        dir: dir.to_path_buf(),
+                        manifest: m,
+                        config: cfg,
+                        iterations: 0,
+                        stats: None,
+                    };
+                    let out = run_program_on(&mut r, &facts, algo, p);
+                    (out, r.stats)
+                })
+            })
+            .collect();
+        let mut res: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        for (r, st) in &res {
+            assert!(r.is_ok(), "{:?}", r.as_ref().err().map(|e| e.to_string()));
+            assert!(st.is_some());
+        }
+        let total: u64 = res
+            .iter()
+            .map(|(_, s)| s.as_ref().unwrap().edges_processed)
+            .sum();
+        if algo == Algo::PageRank {
+            // Every edge once per iteration, whichever rank read it.
+            let (_, s0) = &res[0];
+            assert!(s0.is_some());
+            assert!(total > 0);
+        }
+        res.swap_remove(0).0.unwrap()
+    })
+}
+
+fn check(kind: GenKind, weighted: bool, undirected: bool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = kind.vertices();
+    let inp = input(tmp.path(), kind, weighted);
+    let io = ingest_opts(undirected, n);
+    let store_dir = tmp.path().join("store");
+    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
+    let store = Store::open(&store_dir).unwrap();
+    let algos: Vec<Algo> = [
+        Algo::Bfs,
+        Algo::Sssp,
+        Algo::WccLp,
+        Algo::PageRank,
+        Algo::PageRankDelta,
+        Algo::Spmv,
+    ]
+    .into_iter()
+    .filter(|&a| a != Algo::WccLp || undirected)
+    .collect();
+    let root = (n / 3) as u32;
+    let mut want = Vec::new();
+    for &algo in &algos {
+        let p = Params {
+            root,
+            ..Default::default()
+        };
+        let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+        want.push((algo, p.clone(), run(&mut e, algo, &p).unwrap()));
+    }
+    // (ranks, partitions, chunk bytes, vertex chunk, window)
+    for (ranks, partitions, chunk, vchunk, window) in [
+        (1, 0, 4 << 20, 0, 0),
+        (2, 4, 4096, 37, 1),
+        (4, 8, 1000, 100, 0),
+        (4, 4, 256, 0, 4),
+    ] {
+        let dir = tmp
+            .path()
+            .join(format!("dist-{ranks}-{partitions}-{chunk}"));
+        let opts = DistIngestOptions {
+            memory: 64 << 20,
+            chunk_bytes: chunk,
+            vertex_chunk: vchunk,
+            partitions,
+            seed: 3,
+            force: false,
+        };
+        dist_ingest(&inp, &dir, ranks, &opts, &io);
+        let cfg = DistConfig {
+            memory: 64 << 20,
+            window,
+            seed: 9,
+            work_dir: None,
+        };
+        for (algo, p, w) in &want {
+            let what = format!(
+                "{} ranks {ranks} partitions {partitions} chunk {chunk} vchunk {vchunk} window {window}",
+                algo.name()
+            );
+            let r = dist_run(&dir, ranks, *algo, p, &cfg);
+            same(&r.output, &w.output, &what);
+            assert_eq!(r.summary, w.summary, "{what}");
+            if matches!(algo, Algo::PageRank | Algo::Spmv) {
+                assert_eq!(r.iterations, w.iterations, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn kronecker_weighted_directed() {
+    check(
+        GenKind::Kronecker {
+            scale: 9,
+            edge_factor: 8,
+        },
+        true,
+        false,
+    );
+}
+
+#[test]
+fn grid_undirected() {
+    check(GenKind::Grid { rows: 20, cols: 17 }, true, true);
+}
+
+#[test]
+fn a_damaged_chunk_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kind = GenKind::Uniform {
+        vertices: 500,
+        edges: 4000,
+    };
+    let inp = input(tmp.path(), kind, false);
+    let io = ingest_opts(false, 500);
+    let dir = tmp.path().join("d");
+    let opts = DistIngestOptions {
+        memory: 64 << 20,
+        chunk_bytes: 2048,
+        vertex_chunk: 0,
+        partitions: 2,
+        seed: 1,
+        force: false,
+    };
+    dist_ingest(&inp, &dir, 2, &opts, &io);
+    // A second ingest into the same directory is refused without --force.
+    let net = local::network(2);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = net
+            .iter()
+            .map(|t| {
+                let (dir, opts) = (&dir, &opts);
+                s.spawn(move || {
+                    let mut make = |_: &Path| -> outcore_dist::Result<Store> {
+                        panic!("the input must not be read when a directory is in use")
+                    };
+                    ingest(t, dir, opts, &mut make).map(|_| ())
+                })
+            })
+            .collect();
+        for h in hs {
+            let e = h.join().unwrap().unwrap_err().to_string();
+            assert!(e.contains("exists and is not empty; pass --force"), "{e}");
+        }
+    });
+    // Flip a byte in rank 1's edges.
+    let f = dir.join("rank-1/edges.bin");
+    let mut b = std::fs::read(&f).unwrap();
+    assert!(!b.is_empty());
+    b[3] ^= 0x40;
+    std::fs::write(&f, b).unwrap();
+    let net = local::network(2);
+    let cfg = DistConfig {
+        memory: 64 << 20,
+        window: 0,
+        seed: 2,
+        work_dir: None,
+    };
+    let errs: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = net
+            .iter()
+            .map(|t| {
+                let (dir, cfg) = (&dir, &cfg);
+                s.spawn(move || {
+                    let m = RankManifest::load(dir, t.rank(), 2).unwrap();
+                    let prog = outcore_algos::programs::PageRank {
+                        n: 500,
+                        damping: 0.85,
+                        iterations: 2,
+                    };
+                    outcore_dist::compute::run(t, dir, &m, cfg, &prog)
+                        .err()
+                        .map(|e| e.to_string())
+                })
+            })
+            .collect();
+        hs.into_iter().filter_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("rank-1/edges.bin") && e.contains("fails its checksum")),
+        "{errs:?}"
+    );
+    // A rank directory without a manifest (an interrupted ingest) is refused.
+    std::fs::remove_file(dir.join("rank-0/manifest.json")).unwrap();
+    let e = RankManifest::load(&dir, 0, 2).unwrap_err().to_string();
+    assert!(e.contains("no manifest"), "{e}");
+    let e = RankManifest::load(&dir, 1, 4).unwrap_err().to_string();
+    assert!(e.contains("made for 2 ranks"), "{e}");
+}
