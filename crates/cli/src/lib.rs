@@ -13,6 +13,7 @@
 
 mod args;
 mod bench;
+mod dist;
 pub mod embed;
 mod external;
 mod jobs;
@@ -70,6 +71,10 @@ enum Cmd {
     /// Run a command under a hard memory limit (a child cgroup) with files evicted
     /// from the page cache first, as `outcore bench` runs each run.
     Limit(bench::LimitArgs),
+    /// The scale-out engine (Chaos) under mpirun: `dist ingest` spreads a graph
+    /// over the ranks' disks, `dist run` runs an algorithm on it (cargo feature `dist`).
+    #[command(subcommand)]
+    Dist(dist::DistCmd),
 }
 
 #[derive(Args)]
@@ -406,6 +411,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Limit(a) => bench::cmd_limit(a),
         Cmd::SelectCache(a) => vertex::cmd_select(a),
         Cmd::Reorder(a) => vertex::cmd_reorder(a),
+        Cmd::Dist(c) => dist::cmd_dist(c),
     }
 }
 

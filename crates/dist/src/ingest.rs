@@ -147,7 +147,7 @@ pub fn ingest(
 
 /// Every rank learns whether any failed; the first failure (by rank) is every
 /// rank's error.
-fn agree(t: &dyn Transport, err: Option<&DistError>, idle: &mut Duration) -> Result<()> {
+pub fn agree(t: &dyn Transport, err: Option<&DistError>, idle: &mut Duration) -> Result<()> {
     let msg = err.map(|e| e.to_string()).unwrap_or_default();
     let all = transport::all_gather(t, msg.as_bytes(), idle)?;
     for (r, m) in all.iter().enumerate() {

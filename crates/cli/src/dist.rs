@@ -1,0 +1,309 @@
+//! `outcore dist ingest|run`: the scale-out engine (Chaos) under `mpirun`. Built
+//! with the cargo feature `dist` (MPI); without it the command says how to get it.
+
+use crate::args::OutFormat;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum DistCmd {
+    /// Spread a graph over the ranks: `mpirun -np N outcore dist ingest INPUT... -o DIR`
+    /// (rank 0 reads the input; rank K writes DIR/rank-K only).
+    Ingest(DistIngestArgs),
+    /// Run an algorithm on a distributed store made with the same number of ranks:
+    /// `mpirun -np N outcore dist run ALGO DIR [--root R] [--out FILE]`.
+    Run(DistRunArgs),
+}
+
+#[derive(Args)]
+pub struct DistIngestArgs {
+    /// Input files (any format `outcore ingest` reads).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The distributed store: each rank writes DIR/rank-K on its own machine.
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Input format for every input: text, csv, dimacs, mtx, bin32, bin32w, bin64.
+    #[arg(long)]
+    pub format: Option<outcore_store::Format>,
+    /// Store both directions of every edge.
+    #[arg(long)]
+    pub undirected: bool,
+    /// Renumber arbitrary u64 ids densely; results are still written in your ids.
+    #[arg(long)]
+    pub remap: bool,
+    /// Keep one copy of each (source, target) pair (the smallest weight).
+    #[arg(long)]
+    pub dedup: bool,
+    /// Drop edges from a vertex to itself.
+    #[arg(long)]
+    pub drop_self_loops: bool,
+    /// Drop weights.
+    #[arg(long)]
+    pub no_weights: bool,
+    /// Declare the vertex count; ids must be below it.
+    #[arg(long, conflicts_with = "remap")]
+    pub vertices: Option<u64>,
+    /// Memory of each rank: streaming partitions are sized so that one partition's
+    /// vertex state (44 bytes a vertex) fits half of it.
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_memory_arg)]
+    pub memory: u64,
+    /// Largest edge chunk (the unit of placement and of stealing).
+    #[arg(long, default_value = "4M", value_parser = crate::args::parse_size_arg)]
+    pub chunk_size: u64,
+    /// Streaming partitions (a multiple of the rank count; default: the smallest that fits).
+    #[arg(long)]
+    pub partitions: Option<u32>,
+    /// Seed of the random chunk placement.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Replace rank directories that exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args)]
+pub struct DistRunArgs {
+    /// bfs, sssp, wcc-lp (on an undirected store), pagerank, pagerank-delta, spmv.
+    pub algo: String,
+    /// The distributed store (made by `dist ingest` with the same number of ranks).
+    pub dir: PathBuf,
+    /// Root vertex (bfs, sssp), in the input's ids.
+    #[arg(long)]
+    pub root: Option<u64>,
+    /// Memory of each rank.
+    #[arg(long, default_value = "1G", value_parser = crate::args::parse_memory_arg)]
+    pub memory: u64,
+    /// Iterations (pagerank, spmv: exactly; others: at most).
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// pagerank-delta: stop when no vertex changes by more than this.
+    #[arg(long, default_value_t = 1e-7)]
+    pub tolerance: f64,
+    /// PageRank damping factor.
+    #[arg(long, default_value_t = 0.85)]
+    pub damping: f64,
+    /// Write BFS/SSSP parents too.
+    #[arg(long)]
+    pub parents: bool,
+    /// Result file, written by rank 0 in the input's ids (as `outcore run --out`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Result format (default: from the extension).
+    #[arg(long, value_enum)]
+    pub out_format: Option<OutFormat>,
+    /// Statistics as JSON (per rank: bytes read, written, sent and received, idle time).
+    #[arg(long)]
+    pub stats: Option<PathBuf>,
+    /// Outstanding chunk requests per computation engine (default: Chaos §6.5's batch factor).
+    #[arg(long, default_value_t = 0)]
+    pub window: usize,
+    /// Seed of the request targets and update placement.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Directory for each rank's run files (default: its rank directory).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+}
+
+#[cfg(not(feature = "dist"))]
+pub fn cmd_dist(_: DistCmd) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "this outcore was built without the distributed engine: install OpenMPI (apt-get install -y openmpi-bin libopenmpi-dev libclang-dev), build with `cargo build --release -p outcore-cli --features dist`, and launch with mpirun"
+    )
+}
+
+#[cfg(feature = "dist")]
+pub use with_mpi::cmd_dist;
+
+#[cfg(feature = "dist")]
+mod with_mpi {
+    use super::*;
+    use crate::output::{resolve_root, Outputs};
+    use anyhow::{bail, Result};
+    use outcore_algos::programs::{run_program_on, GraphFacts};
+    use outcore_algos::{Algo, Params};
+    use outcore_dist::ingest::agree;
+    use outcore_dist::transport::{all_gather, mpi_transport::Mpi, Transport};
+    use outcore_dist::{DistConfig, DistError, DistIngestOptions, DistRunner, RankManifest};
+    use outcore_io::format_bytes;
+    use outcore_store::{IngestOptions, Store};
+    use std::time::{Duration, Instant};
+
+    pub fn cmd_dist(c: DistCmd) -> Result<()> {
+        let mpi = Mpi::init()?;
+        let r = match c {
+            DistCmd::Ingest(a) => ingest(&mpi, a),
+            DistCmd::Run(a) => run(&mpi, a),
+        };
+        mpi.flush();
+        r.map_err(|e| e.context(format!("rank {} of {}", mpi.rank(), mpi.size())))
+    }
+
+    fn ingest(t: &Mpi, a: DistIngestArgs) -> Result<()> {
+        let start = Instant::now();
+        let io = IngestOptions {
+            format: a.format,
+            undirected: a.undirected,
+            weighted: if a.no_weights { Some(false) } else { None },
+            remap: a.remap,
+            dedup: a.dedup,
+            drop_self_loops: a.drop_self_loops,
+            memory: a.memory,
+            vertices: a.vertices,
+            force: true,
+            ..IngestOptions::default()
+        };
+        let opts = DistIngestOptions {
+            memory: a.memory,
+            chunk_bytes: a.chunk_size,
+            vertex_chunk: 0,
+            partitions: a.partitions.unwrap_or(0),
+            seed: a.seed,
+            force: a.force,
+        };
+        let inputs = a.inputs.clone();
+        let mut make = |tmp: &std::path::Path| -> outcore_dist::Result<Store> {
+            outcore_store::ingest(&inputs, tmp, &io, &outcore_store::ingest::Quiet)?;
+            Ok(Store::open(tmp)?)
+        };
+        let (plan, ranks) = outcore_dist::ingest::ingest(t, &a.out, &opts, &mut make)?;
+        if t.rank() == 0 {
+            let per: Vec<String> = ranks
+                .iter()
+                .map(|r| {
+                    format!(
+                        "rank {}: {} edges in {} chunks",
+                        r.rank, r.edges, r.edge_chunks
+                    )
+                })
+                .collect();
+            eprintln!(
+                "dist ingest: {} vertices, {} edges into {} partitions of {} vertices over {} ranks ({}) in {:.2}s",
+                plan.vertices,
+                plan.edges,
+                plan.partitions,
+                plan.partition_vertices,
+                plan.ranks,
+                per.join(", "),
+                start.elapsed().as_secs_f64()
+            );
+        }
+        Ok(())
+    }
+
+    fn run(t: &Mpi, a: DistRunArgs) -> Result<()> {
+        let start = Instant::now();
+        let mut idle = Duration::ZERO;
+        let Some(algo) = Algo::from_name(&a.algo) else {
+            bail!("unknown algorithm '{}'", a.algo);
+        };
+        if !outcore_algos::programs::external_supported(algo) {
+            bail!(
+                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
+                algo.name()
+            );
+        }
+        // Every rank opens its directory; all stop if one cannot.
+        let opened = RankManifest::load(&a.dir, t.rank(), t.size()).and_then(|m| {
+            let ids = outcore_dist::id_map(&a.dir, &m)?;
+            Ok((m, ids))
+        });
+        agree(t, opened.as_ref().err(), &mut idle)?;
+        let (m, ids) = opened?;
+        let root = resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.dir);
+        agree(
+            t,
+            root.as_ref()
+                .err()
+                .map(|e| DistError::Invalid(e.to_string()))
+                .as_ref(),
+            &mut idle,
+        )?;
+        let root = root?;
+        let mut outputs = if t.rank() == 0 {
+            Outputs::prepare(a.out.as_deref(), a.out_format, a.stats.as_deref(), &a.dir)?
+        } else {
+            Outputs::default()
+        };
+        let params = Params {
+            root,
+            iterations: a.iterations,
+            tolerance: a.tolerance,
+            damping: a.damping,
+            seed: a.seed,
+        };
+        let facts = GraphFacts {
+            vertices: m.plan.vertices,
+            directed: m.plan.directed,
+            dir: &a.dir,
+            ids: &|| Ok(ids.clone()),
+        };
+        let plan = m.plan.clone();
+        let mut runner = DistRunner {
+            transport: t,
+            dir: a.dir.clone(),
+            manifest: m,
+            config: DistConfig {
+                memory: a.memory,
+                window: a.window,
+                seed: a.seed,
+                work_dir: a.work_dir.clone(),
+            },
+            iterations: 0,
+            stats: None,
+        };
+        let t_run = Instant::now();
+        let result = run_program_on(&mut runner, &facts, algo, &params)?;
+        let secs = t_run.elapsed().as_secs_f64();
+        let mine = serde_json::to_vec(&runner.stats).expect("serialisable");
+        let all = all_gather(t, &mine, &mut idle)?;
+        if t.rank() != 0 {
+            return Ok(());
+        }
+        let per: Vec<outcore_dist::RankStats> = all
+            .iter()
+            .map(|b| serde_json::from_slice::<Option<outcore_dist::RankStats>>(b))
+            .collect::<std::result::Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        outputs.write_result(&result.output, &ids, a.parents)?;
+        let read: u64 = per.iter().map(|s| s.storage.bytes_read).sum();
+        let written: u64 = per.iter().map(|s| s.storage.bytes_written).sum();
+        let sent: u64 = per.iter().map(|s| s.bytes_sent).sum();
+        let edges: u64 = per.iter().map(|s| s.edges_processed).sum();
+        if outputs.stats.is_some() {
+            let j = serde_json::json!({
+                "algorithm": algo.name(),
+                "store": a.dir,
+                "vertices": plan.vertices,
+                "edges": plan.edges,
+                "ranks": plan.ranks,
+                "partitions": plan.partitions,
+                "memory_budget": a.memory,
+                "iterations": result.iterations,
+                "summary": result.summary,
+                "seconds": secs,
+                "total_seconds": start.elapsed().as_secs_f64(),
+                "engine_choice": { "engine": "dist", "reason": "outcore dist run" },
+                "per_rank": per,
+            });
+            outputs.write_stats(&j)?;
+        }
+        eprintln!(
+            "{}: {} in {:.2}s on the distributed engine ({} ranks, {} partitions), {} iterations, {} edges processed, read {}, wrote {}, sent {} between ranks",
+            algo.name(),
+            result.summary,
+            secs,
+            plan.ranks,
+            plan.partitions,
+            result.iterations,
+            edges,
+            format_bytes(read),
+            format_bytes(written),
+            format_bytes(sent)
+        );
+        Ok(())
+    }
+}

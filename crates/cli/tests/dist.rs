@@ -1,0 +1,248 @@
+//! The distributed engine under `mpirun` with 1, 2 and 4 ranks on this machine:
+//! `outcore dist ingest` then `outcore dist run` must write the same result file
+//! as `outcore run` (integers byte for byte, floats within 1e-12 relative).
+//!
+//! OpenMPI is installed here when it is missing (Debian's packages, as root), and
+//! the binary is built with `--features dist` into its own target directory
+//! `target/dist`, so `cargo test` is the one command that runs these tests too.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// mpirun and the MPI headers, installed from Debian's packages when missing.
+fn ensure_mpi() {
+    if have("mpirun") && have("mpicc") {
+        return;
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    assert!(
+        root && have("apt-get"),
+        "the distributed engine's tests need OpenMPI: apt-get install -y openmpi-bin libopenmpi-dev libclang-dev (as root)"
+    );
+    let st = Command::new("apt-get")
+        .args([
+            "install",
+            "-y",
+            "-q",
+            "openmpi-bin",
+            "libopenmpi-dev",
+            "libclang-dev",
+        ])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .expect("runs apt-get");
+    if !st.success() {
+        let up = Command::new("apt-get").args(["update", "-q"]).status();
+        assert!(up.is_ok_and(|s| s.success()), "apt-get update failed");
+        let st = Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "-q",
+                "openmpi-bin",
+                "libopenmpi-dev",
+                "libclang-dev",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .expect("runs apt-get");
+        assert!(
+            st.success(),
+            "apt-get install openmpi-bin libopenmpi-dev libclang-dev failed"
+        );
+    }
+}
+
+/// The `outcore` binary with the distributed engine.
+fn dist_binary() -> PathBuf {
+    ensure_mpi();
+    let target = workspace().join("target/dist");
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "outcore-cli",
+            "--features",
+            "dist",
+        ])
+        .current_dir(workspace())
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("runs cargo");
+    assert!(
+        out.status.success(),
+        "cargo build --features dist failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("release/outcore")
+}
+
+fn mpirun(np: usize, bin: &Path, args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new("mpirun")
+        .args(["--oversubscribe", "-np", &np.to_string()])
+        .arg(bin)
+        .args(args)
+        .current_dir(dir)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .output()
+        .expect("runs mpirun")
+}
+
+fn ok(o: std::process::Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{what} failed:\n{err}");
+    err
+}
+
+fn values(path: &Path) -> Vec<(String, f64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let mut f = l.split_whitespace();
+            let id = f.next().unwrap().to_string();
+            let x = f.next().unwrap();
+            (id, x.parse().unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+fn close(a: &Path, b: &Path, what: &str) {
+    let (x, y) = (values(a), values(b));
+    assert_eq!(x.len(), y.len(), "{what}");
+    for ((i, p), (j, q)) in x.iter().zip(&y) {
+        assert_eq!(i, j, "{what}");
+        let tol = 1e-12 * p.abs().max(q.abs()).max(1e-300);
+        assert!((p - q).abs() <= tol, "{what}: vertex {i}: {p} vs {q}");
+    }
+}
+
+#[test]
+fn one_two_and_four_ranks_agree_with_outcore_run() {
+    let bin = dist_binary();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = |args: &[&str]| {
+        let o = Command::new(&bin)
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        ok(o, &args.join(" "))
+    };
+    run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        "11",
+        "--edge-factor",
+        "8",
+        "--weighted",
+        "-o",
+        "g.bin32w",
+    ]);
+    run(&["ingest", "g.bin32w", "-o", "s", "--vertices", "2048"]);
+    run(&[
+        "ingest",
+        "g.bin32w",
+        "-o",
+        "u",
+        "--vertices",
+        "2048",
+        "--undirected",
+    ]);
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("bfs", "s", &["--root", "0", "--parents"]),
+        ("sssp", "s", &["--root", "0", "--parents"]),
+        ("pagerank", "s", &[]),
+        ("spmv", "s", &[]),
+        ("wcc-lp", "u", &[]),
+    ];
+    for (algo, store, extra) in cases {
+        let mut a = vec!["run", algo, store, "--out", "ref.txt"];
+        a.extend_from_slice(extra);
+        run(&a);
+        std::fs::rename(d.join("ref.txt"), d.join(format!("ref-{algo}.txt"))).unwrap();
+    }
+    for np in [1usize, 2, 4] {
+        for (name, undirected) in [("s", false), ("u", true)] {
+            let dir = format!("d{np}{name}");
+            let mut a = vec![
+                "dist",
+                "ingest",
+                "g.bin32w",
+                "-o",
+                &dir,
+                "--vertices",
+                "2048",
+                "--chunk-size",
+                "16K",
+                "--memory",
+                "64M",
+            ];
+            if undirected {
+                a.push("--undirected");
+            }
+            ok(mpirun(np, &bin, &a, d), &format!("dist ingest -np {np}"));
+            for r in 0..np {
+                assert!(d
+                    .join(&dir)
+                    .join(format!("rank-{r}/manifest.json"))
+                    .exists());
+            }
+        }
+        for (algo, store, extra) in cases {
+            let dir = format!("d{np}{store}");
+            let out = format!("{algo}-{np}.txt");
+            let mut a = vec![
+                "dist", "run", algo, &dir, "--out", &out, "--stats", "st.json",
+            ];
+            a.extend_from_slice(extra);
+            let err = ok(
+                mpirun(np, &bin, &a, d),
+                &format!("dist run {algo} -np {np}"),
+            );
+            assert!(
+                err.contains(&format!("on the distributed engine ({np} ranks")),
+                "{err}"
+            );
+            let want = d.join(format!("ref-{algo}.txt"));
+            let got = d.join(&out);
+            if matches!(*algo, "pagerank" | "spmv") {
+                close(&want, &got, &format!("{algo} -np {np}"));
+            } else {
+                assert_eq!(
+                    std::fs::read(&want).unwrap(),
+                    std::fs::read(&got).unwrap(),
+                    "{algo} -np {np}"
+                );
+            }
+            let st: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(d.join("st.json")).unwrap()).unwrap();
+            assert_eq!(st["per_rank"].as_array().unwrap().len(), np);
+        }
+    }
+    // A store made for 2 ranks refuses 4, on every rank, with a clear message.
+    let o = mpirun(4, &bin, &["dist", "run", "bfs", "d2s", "--root", "0"], d);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("was made for 2 ranks"), "{err}");
+}
