@@ -33,22 +33,8 @@ fn ensure_mpi() {
         root && have("apt-get"),
         "the distributed engine's tests need OpenMPI: apt-get install -y openmpi-bin libopenmpi-dev libclang-dev (as root)"
     );
-    let st = Command::new("apt-get")
-        .args([
-            "install",
-            "-y",
-            "-q",
-            "openmpi-bin",
-            "libopenmpi-dev",
-            "libclang-dev",
-        ])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .expect("runs apt-get");
-    if !st.success() {
-        let up = Command::new("apt-get").args(["update", "-q"]).status();
-        assert!(up.is_ok_and(|s| s.success()), "apt-get update failed");
-        let st = Command::new("apt-get")
+    let install = || {
+        Command::new("apt-get")
             .args([
                 "install",
                 "-y",
@@ -59,12 +45,19 @@ fn ensure_mpi() {
             ])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
-            .expect("runs apt-get");
-        assert!(
-            st.success(),
-            "apt-get install openmpi-bin libopenmpi-dev libclang-dev failed"
-        );
-    }
+            .is_ok_and(|s| s.success())
+    };
+    // A stale package index is refreshed once.
+    let done = install()
+        || Command::new("apt-get")
+            .args(["update", "-q"])
+            .status()
+            .is_ok_and(|s| s.success())
+            && install();
+    assert!(
+        done,
+        "apt-get install openmpi-bin libopenmpi-dev libclang-dev failed"
+    );
 }
 
 /// The `outcore` binary with the distributed engine.
