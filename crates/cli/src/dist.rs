@@ -136,7 +136,7 @@ mod with_mpi {
             DistCmd::Ingest(a) => ingest(&mpi, a),
             DistCmd::Run(a) => run(&mpi, a),
         };
-        mpi.flush();
+        // Sends still in flight complete when `mpi` is dropped, before MPI_Finalize.
         r.map_err(|e| e.context(format!("rank {} of {}", mpi.rank(), mpi.size())))
     }
 

@@ -66,8 +66,6 @@ pub struct RankStats {
     pub update_chunks_sent: u64,
     pub update_chunks_read: u64,
     pub partitions_passed_over: u64,
-    /// Chunks this engine processed for partitions it does not master (work stealing).
-    pub stolen_chunks: u64,
     pub window: usize,
     /// Seconds the computation engine waited for replies and other ranks.
     pub idle_seconds: f64,
@@ -665,5 +663,3 @@ fn compute<P: EdgeProgram>(
     }
     Ok((out, done))
 }
-
-const _: () = assert!(TAG_ACK != TAG_RESP);

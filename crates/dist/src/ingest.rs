@@ -79,7 +79,10 @@ pub fn ingest(
     // 2. Rank 0 reads the input.
     let tmp = rank_dir(dir, 0).join(".ingest-store");
     let built = if rank == 0 {
-        Some(make_store(&tmp).and_then(|s| plan_for(&s, t.size() as u32, opts).map(|p| (s, p))))
+        Some(
+            make_store(&tmp)
+                .and_then(|s| plan_for(&s, t.size() as u32, opts).map(|(p, ids)| (s, p, ids))),
+        )
     } else {
         None
     };
@@ -101,7 +104,7 @@ pub fn ingest(
     // 3. The plan, the same on every rank.
     let text = store
         .as_ref()
-        .map(|(_, p)| serde_json::to_vec(p).expect("serialisable"))
+        .map(|(_, p, _)| serde_json::to_vec(p).expect("serialisable"))
         .unwrap_or_default();
     let all = transport::all_gather(t, &text, &mut idle)?;
     let plan: Plan = serde_json::from_slice(&all[0])
@@ -110,7 +113,7 @@ pub fn ingest(
     let io = IoStats::new();
     let mut rx = Receiver::new(&rd, rank, &plan, io.clone())?;
     let sent = match &store {
-        Some((s, _)) => send_all(t, s, &plan, opts, &mut rx),
+        Some((s, _, ids)) => send_all(t, s, ids.as_deref(), &plan, opts, &mut rx),
         None => receive_all(t, &mut rx, &mut idle),
     };
     let written = sent.and_then(|_| rx.finish(&plan));
@@ -119,7 +122,7 @@ pub fn ingest(
             transport::abort_all(t, &e.to_string());
         }
     }
-    if let Some((s, _)) = store {
+    if let Some((s, _, _)) = store {
         drop(s);
         let _ = std::fs::remove_dir_all(&tmp);
     }
@@ -182,7 +185,8 @@ fn prepare(rd: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<Plan> {
+/// The layout of `s` over `ranks`, and the user ids of a remapped store.
+fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<(Plan, Option<Vec<u64>>)> {
     let n = s.vertices();
     let partitions = if opts.partitions > 0 {
         if !opts.partitions.is_multiple_of(ranks) {
@@ -203,14 +207,15 @@ fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<Plan> {
             opts.chunk_bytes
         )));
     }
-    let (remapped, id_base, idmap_crc) = match s.id_map()? {
-        IdMap::Offset { base, .. } => (false, base, 0),
-        IdMap::Map(ids) | IdMap::Permuted { ids, .. } => {
-            (true, 0, crc32fast::hash(bytemuck::cast_slice(&ids)))
-        }
+    let (id_base, ids) = match s.id_map()? {
+        IdMap::Offset { base, .. } => (base, None),
+        IdMap::Map(ids) | IdMap::Permuted { ids, .. } => (0, Some(ids)),
     };
+    let idmap_crc = ids
+        .as_ref()
+        .map_or(0, |ids| crc32fast::hash(bytemuck::cast_slice(ids)));
     let m = s.manifest();
-    Ok(Plan {
+    let plan = Plan {
         layout_id: crate::layout::mix(
             opts.seed
                 ^ std::time::SystemTime::now()
@@ -232,10 +237,11 @@ fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<Plan> {
         },
         chunk_bytes: opts.chunk_bytes / record * record,
         id_base,
-        remapped,
+        remapped: ids.is_some(),
         idmap_crc,
         parallel_edges: m.parallel_edges,
-    })
+    };
+    Ok((plan, ids))
 }
 
 /// What a rank writes as chunks arrive.
@@ -359,6 +365,7 @@ fn receive_all(t: &dyn Transport, rx: &mut Receiver, idle: &mut Duration) -> Res
 fn send_all(
     t: &dyn Transport,
     s: &Store,
+    ids: Option<&[u64]>,
     plan: &Plan,
     opts: &DistIngestOptions,
     rx: &mut Receiver,
@@ -376,12 +383,8 @@ fn send_all(
         t.send(to, TAG_INGEST, m)
     };
     // The id map, to every rank.
-    if plan.remapped {
-        let ids = match s.id_map()? {
-            IdMap::Map(ids) | IdMap::Permuted { ids, .. } => ids,
-            IdMap::Offset { .. } => unreachable!("remapped"),
-        };
-        for piece in bytemuck::cast_slice::<u64, u8>(&ids).chunks(4 << 20) {
+    if let Some(ids) = ids {
+        for piece in bytemuck::cast_slice::<u64, u8>(ids).chunks(4 << 20) {
             for r in 0..t.size() {
                 deliver(r, IDS, 0, 0, piece)?;
             }

@@ -81,7 +81,7 @@ impl Plan {
     }
     /// The rank storing vertex chunk `c` of partition `p` (§6.4: hashing).
     pub fn vertex_home(&self, p: u32, c: u32) -> usize {
-        (mix((p as u64) << 32 | c as u64 ^ self.layout_id) % self.ranks as u64) as usize
+        (mix((((p as u64) << 32) | c as u64) ^ self.layout_id) % self.ranks as u64) as usize
     }
     /// The rank whose computation engine is the master of partition `p`.
     pub fn master(&self, p: u32) -> usize {

@@ -79,7 +79,7 @@ pub struct StorageStats {
 /// A file of update chunks for one partition.
 struct Updates {
     path: PathBuf,
-    file: Option<std::fs::File>,
+    file: std::fs::File,
     chunks: Vec<(u64, u64)>,
     len: u64,
     put_phase: u32,
@@ -101,8 +101,8 @@ pub struct Storage {
     /// Offsets of the state chunks hashed here, and which were written.
     state_slot: HashMap<(u32, u32), (u64, u64, bool)>,
     state: Option<ScratchFile>,
-    /// Bytes of vertex state per vertex (value + epoch).
-    state_bytes: u64,
+    /// Degree chunks by (partition, chunk).
+    degree_index: HashMap<(u32, u32), usize>,
     io: Arc<IoStats>,
     pub stats: StorageStats,
 }
@@ -154,6 +154,12 @@ impl Storage {
         } else {
             None
         };
+        let degree_index = manifest
+            .degree_chunks
+            .iter()
+            .enumerate()
+            .map(|(i, d)| ((d.partition, d.chunk), i))
+            .collect();
         Ok(Storage {
             edge_cursor: vec![(u32::MAX, 0); plan.partitions as usize],
             manifest,
@@ -164,7 +170,7 @@ impl Storage {
             updates: HashMap::new(),
             state_slot,
             state,
-            state_bytes,
+            degree_index,
             io,
             stats: StorageStats::default(),
         })
@@ -236,18 +242,16 @@ impl Storage {
                 let io = self.io.clone();
                 let u = self.updates_of(part)?;
                 if u.put_phase != phase {
-                    if let Some(f) = &u.file {
-                        f.set_len(0)
-                            .map_err(|e| IoError::new(&u.path, "truncate", e))?;
-                    }
+                    u.file
+                        .set_len(0)
+                        .map_err(|e| IoError::new(&u.path, "truncate", e))?;
                     u.chunks.clear();
                     u.len = 0;
                     u.put_phase = phase;
                 }
                 let data = &msg[16..];
-                let f = u.file.as_ref().expect("opened");
                 outcore_io::fault::charge_write(data.len())
-                    .and_then(|_| f.write_all_at(data, u.len))
+                    .and_then(|_| u.file.write_all_at(data, u.len))
                     .map_err(|e| IoError::new(&u.path, "write", e))?;
                 io.add_write(data.len() as u64);
                 u.chunks.push((u.len, data.len() as u64));
@@ -272,8 +276,8 @@ impl Storage {
                 u.cursor += 1;
                 let mut out = reply(OK, &[]);
                 out.resize(4 + len as usize, 0);
-                let f = u.file.as_ref().expect("opened");
-                f.read_exact_at(&mut out[4..], off)
+                u.file
+                    .read_exact_at(&mut out[4..], off)
                     .map_err(|e| IoError::new(&u.path, "read", e))?;
                 io.add_read(len);
                 self.stats.update_chunks_served += 1;
@@ -281,10 +285,9 @@ impl Storage {
             }
             GET_DEGREES => {
                 let d = self
-                    .manifest
-                    .degree_chunks
-                    .iter()
-                    .find(|d| d.partition == part && d.chunk == chunk)
+                    .degree_index
+                    .get(&(part, chunk))
+                    .map(|&i| &self.manifest.degree_chunks[i])
                     .ok_or_else(|| {
                         DistError::Layout(format!(
                             "{}: no degrees of vertex chunk {chunk} of partition {part}",
@@ -348,7 +351,7 @@ impl Storage {
                 part,
                 Updates {
                     path,
-                    file: Some(file),
+                    file,
                     chunks: Vec::new(),
                     len: 0,
                     put_phase: u32::MAX,
@@ -358,10 +361,5 @@ impl Storage {
             );
         }
         Ok(self.updates.get_mut(&part).expect("inserted"))
-    }
-
-    /// Bytes of vertex state per vertex this engine was opened for.
-    pub fn state_bytes(&self) -> u64 {
-        self.state_bytes
     }
 }
