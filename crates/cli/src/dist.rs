@@ -101,9 +101,17 @@ pub struct DistRunArgs {
     /// Seed of the request targets and update placement.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Directory for each rank's run files (default: its rank directory).
+    /// Directory for each rank's run files and checkpoints (default: its rank
+    /// directory; give the same one to --resume).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Checkpoint the vertex values every N iterations (0: never).
+    #[arg(long, default_value_t = outcore_dist::compute::DEFAULT_CHECKPOINT_EVERY)]
+    pub checkpoint_every: u64,
+    /// Continue a run that was stopped from the last checkpoint every rank
+    /// committed (the same algorithm and settings; starts over when there is none).
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[cfg(not(feature = "dist"))]
@@ -240,15 +248,28 @@ mod with_mpi {
             ids: &|| Ok(ids.clone()),
         };
         let plan = m.plan.clone();
+        // Tests of --resume stop a rank at a chosen moment, as a killed one stops.
+        let fail_at = match std::env::var("OUTCORE_DIST_FAIL") {
+            Ok(s) => Some(outcore_dist::checkpoint::FailAt {
+                abort: true,
+                ..s.parse()
+                    .map_err(|e: String| anyhow::anyhow!("OUTCORE_DIST_FAIL: {e}"))?
+            }),
+            Err(_) => None,
+        };
         let mut runner = DistRunner {
             transport: t,
             dir: a.dir.clone(),
             manifest: m,
             config: DistConfig {
-                memory: a.memory,
                 window: a.window,
                 seed: a.seed,
                 work_dir: a.work_dir.clone(),
+                checkpoint_every: a.checkpoint_every,
+                resume: a.resume,
+                run_key: format!("{} {params:?}", algo.name()),
+                fail_at,
+                ..DistConfig::new(a.memory)
             },
             iterations: 0,
             stats: None,
@@ -291,8 +312,13 @@ mod with_mpi {
             });
             outputs.write_stats(&j)?;
         }
+        let resumed = match per.first().and_then(|s| s.resumed_from) {
+            Some(i) => format!(" (resumed after iteration {i})"),
+            None if a.resume => " (no checkpoint on every rank: started over)".to_string(),
+            None => String::new(),
+        };
         eprintln!(
-            "{}: {} in {:.2}s on the distributed engine ({} ranks, {} partitions), {} iterations, {} edges processed, read {}, wrote {}, sent {} between ranks",
+            "{}: {} in {:.2}s on the distributed engine ({} ranks, {} partitions), {} iterations{resumed}, {} edges processed, read {}, wrote {}, sent {} between ranks",
             algo.name(),
             result.summary,
             secs,

@@ -239,3 +239,171 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("was made for 2 ranks"), "{err}");
 }
+
+/// The pid of rank `rank`'s process of an mpirun working in `cwd`.
+fn rank_pid(cwd: &Path, rank: usize) -> Option<u32> {
+    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+    let cwd = cwd.canonicalize().ok()?;
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(e.path().join("environ")).ok()?;
+        let here = std::fs::read_link(e.path().join("cwd")).ok()? == cwd;
+        let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+        let ours = exe.file_name().is_some_and(|n| n == "outcore");
+        (here && ours && env.split(|&b| b == 0).any(|v| v == want.as_bytes())).then_some(pid)
+    })
+}
+
+/// A rank stopped at a chosen moment (it aborts, as a killed process stops) and
+/// a rank killed with SIGKILL at a random moment: mpirun stops the others (no
+/// hang), and `--resume` gives the same answer as an uninterrupted `outcore run`.
+#[test]
+fn a_killed_rank_resumes_under_mpirun() {
+    let bin = dist_binary();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = |args: &[&str]| {
+        let o = Command::new(&bin)
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        ok(o, &args.join(" "))
+    };
+    run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        "11",
+        "--edge-factor",
+        "8",
+        "-o",
+        "g.bin32",
+    ]);
+    run(&["ingest", "g.bin32", "-o", "s", "--vertices", "2048"]);
+    ok(
+        mpirun(
+            2,
+            &bin,
+            &[
+                "dist",
+                "ingest",
+                "g.bin32",
+                "-o",
+                "k",
+                "--vertices",
+                "2048",
+                "--chunk-size",
+                "8K",
+                "--memory",
+                "64M",
+                "--partitions",
+                "4",
+            ],
+            d,
+        ),
+        "dist ingest",
+    );
+    run(&[
+        "run",
+        "pagerank",
+        "s",
+        "--iterations",
+        "12",
+        "--out",
+        "ref12.txt",
+    ]);
+    let pr = |iters: &str, every: &str, resume: bool, fail: Option<&str>| {
+        let mut c = Command::new("mpirun");
+        c.args(["--oversubscribe", "-np", "2"]);
+        if let Some(f) = fail {
+            // Only the chosen rank stops; `-x` passes the variable to every rank.
+            c.env("OUTCORE_DIST_FAIL", f)
+                .args(["-x", "OUTCORE_DIST_FAIL"]);
+        }
+        c.arg(&bin)
+            .args([
+                "dist",
+                "run",
+                "pagerank",
+                "k",
+                "--iterations",
+                iters,
+                "--checkpoint-every",
+                every,
+                "--out",
+                "pr.txt",
+            ])
+            .current_dir(d)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if resume {
+            c.arg("--resume");
+        }
+        c
+    };
+    // Rank 1 stops inside the gather of iteration 5 (phase 11): the checkpoint of
+    // iteration 4 is the last one.
+    let o = pr("12", "2", false, Some("1:11")).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("rank 1: stopping at Phase(11)"), "{err}");
+    let o = pr("12", "2", true, None).output().unwrap();
+    let err = ok(o, "dist run --resume");
+    assert!(err.contains("(resumed after iteration 4)"), "{err}");
+    close(&d.join("ref12.txt"), &d.join("pr.txt"), "pagerank resumed");
+    assert!(!d.join("k/rank-0/checkpoint").exists());
+
+    // Rank 1 killed with SIGKILL at a random moment after the first checkpoint.
+    run(&[
+        "run",
+        "pagerank",
+        "s",
+        "--iterations",
+        "300",
+        "--out",
+        "ref300.txt",
+    ]);
+    let mut child = pr("300", "1", false, None).spawn().unwrap();
+    let ckpt = d.join("k/rank-1/checkpoint/checkpoint.json");
+    let start = std::time::Instant::now();
+    while !ckpt.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its first checkpoint"
+        );
+        assert!(start.elapsed().as_secs() < 120, "no checkpoint in 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(37));
+    let pid = rank_pid(d, 1).expect("rank 1 is running");
+    assert!(Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    // The other rank stops too: mpirun ends, with an error, well before the run
+    // would have.
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed().as_secs() > 60 {
+            let _ = child.kill();
+            panic!("mpirun still running 60 s after rank 1 was killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let o = pr("300", "1", true, None).output().unwrap();
+    let err = ok(o, "dist run --resume after SIGKILL");
+    assert!(err.contains("(resumed after iteration "), "{err}");
+    close(
+        &d.join("ref300.txt"),
+        &d.join("pr.txt"),
+        "pagerank after SIGKILL",
+    );
+}

@@ -25,8 +25,13 @@
 //! A vertex is active in iteration `i` when its epoch is `i - 1` (or the program
 //! is all-active), so a partition passed over needs no write to deactivate.
 //!
-//! Not yet here (see the crate docs): work stealing (§5.3), checkpoints (§6.6).
+//! Every `checkpoint_every` iterations the barrier that ends an iteration is
+//! also a checkpoint ([`crate::checkpoint`], §6.6); `resume` starts from the
+//! last one every rank committed.
+//!
+//! Not yet here (see the crate docs): work stealing (§5.3).
 
+use crate::checkpoint::{self, FailAt, FailPoint, Generation, Record};
 use crate::error::{DistError, Result};
 use crate::layout::{Plan, RankManifest, Rng};
 use crate::storage::{self, header, u32_at, StorageStats};
@@ -53,6 +58,34 @@ pub struct DistConfig {
     /// Run files (vertex state, updates) go to `work_dir/rank-K.run` (default:
     /// the rank's directory).
     pub work_dir: Option<PathBuf>,
+    /// Checkpoint every this many iterations (0: never).
+    pub checkpoint_every: u64,
+    /// Start from the last checkpoint every rank committed.
+    pub resume: bool,
+    /// What runs (algorithm and parameters): a checkpoint resumes only the
+    /// same run.
+    pub run_key: String,
+    /// A failure injected at a moment of the run (tests of `resume`).
+    pub fail_at: Option<FailAt>,
+}
+
+/// Iterations between checkpoints unless told otherwise.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 5;
+
+impl DistConfig {
+    /// A configuration with `memory` bytes and every other setting at its default.
+    pub fn new(memory: u64) -> DistConfig {
+        DistConfig {
+            memory,
+            window: 0,
+            seed: 1,
+            work_dir: None,
+            checkpoint_every: DEFAULT_CHECKPOINT_EVERY,
+            resume: false,
+            run_key: String::new(),
+            fail_at: None,
+        }
+    }
 }
 
 /// What one rank did in a run.
@@ -73,6 +106,10 @@ pub struct RankStats {
     pub gather_seconds: f64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// The iteration this run resumed from (`resume`).
+    pub resumed_from: Option<u64>,
+    pub checkpoints: u64,
+    pub checkpoint_seconds: f64,
     pub storage: StorageStats,
 }
 
@@ -92,9 +129,17 @@ struct Ctx<'a> {
     idle: Duration,
     unacked: usize,
     stats: RankStats,
+    fail_at: Option<FailAt>,
+    ckpt_dir: PathBuf,
+    record: Record,
 }
 
 impl Ctx<'_> {
+    /// Fails here if the injected failure is for this moment.
+    fn fail_point(&self, now: FailPoint) -> Result<()> {
+        checkpoint::fail_if(self.fail_at.as_ref(), self.t.rank(), now)
+    }
+
     fn failed(&self, from: usize, msg: &[u8]) -> DistError {
         DistError::Remote {
             rank: from,
@@ -317,10 +362,44 @@ pub fn run<P: EdgeProgram>(
         Some(w) => w.join(format!("rank-{rank}.run")),
         None => crate::layout::rank_dir(dir, rank).join("run"),
     };
-    std::fs::create_dir_all(&run_dir)
-        .map_err(|e| outcore_io::IoError::new(&run_dir, "create directory", e))?;
+    let ckpt_dir = checkpoint::dir_of(dir, cfg.work_dir.as_deref(), rank);
+    let mut idle = Duration::ZERO;
     let io = outcore_io::IoStats::new();
-    let mut st = storage::Storage::open(dir, manifest.clone(), run_dir.clone(), vs + 4, io)?;
+    // Every rank learns whether every rank could open its files and find its
+    // checkpoint before any starts to compute.
+    let opened = std::fs::create_dir_all(&run_dir)
+        .map_err(|e| DistError::from(outcore_io::IoError::new(&run_dir, "create directory", e)))
+        .and_then(|_| {
+            storage::Storage::open(
+                dir,
+                manifest.clone(),
+                run_dir.clone(),
+                ckpt_dir.clone(),
+                vs + 4,
+                io,
+            )
+        });
+    crate::ingest::agree(t, opened.as_ref().err(), &mut idle)?;
+    let mut st = opened?;
+    let (record, start) = if cfg.resume {
+        resume_point(t, &ckpt_dir, plan, cfg, &mut idle)?
+    } else {
+        // A new run: an older run's checkpoint is no longer wanted.
+        let _ = std::fs::remove_dir_all(&ckpt_dir);
+        (
+            Record {
+                layout_id: plan.layout_id,
+                rank: rank as u32,
+                key: cfg.run_key.clone(),
+                generations: Vec::new(),
+            },
+            None,
+        )
+    };
+    if let Some(g) = &start {
+        let r = st.restore(g);
+        crate::ingest::agree(t, r.as_ref().err(), &mut idle)?;
+    }
     let window = if cfg.window > 0 {
         cfg.window.min(t.size())
     } else {
@@ -331,17 +410,21 @@ pub fn run<P: EdgeProgram>(
         plan,
         rng: Rng::new(cfg.seed ^ (rank as u64) << 40),
         window,
-        idle: Duration::ZERO,
+        idle,
         unacked: 0,
         stats: RankStats {
             rank,
             window,
+            resumed_from: start.as_ref().map(|g| g.iteration),
             ..Default::default()
         },
+        fail_at: cfg.fail_at,
+        ckpt_dir: ckpt_dir.clone(),
+        record,
     };
     let result = std::thread::scope(|s| {
         let server = s.spawn(|| st.serve(t));
-        let r = compute(&mut ctx, cfg, prog);
+        let r = compute(&mut ctx, cfg, prog, start);
         if let Err(e) = &r {
             // The other ranks may be waiting on this one: stop them all.
             if !matches!(e, DistError::Stopped { .. }) {
@@ -358,6 +441,10 @@ pub fn run<P: EdgeProgram>(
         (r, Some(served))
     });
     let _ = std::fs::remove_dir_all(&run_dir);
+    if matches!(result, (Ok(_), Some(Ok(())))) {
+        // Done everywhere: the checkpoints are no longer needed.
+        let _ = std::fs::remove_dir_all(&ckpt_dir);
+    }
     match result {
         (Err(e), None) => Err(e),
         (r, served) => {
@@ -376,21 +463,12 @@ pub fn run<P: EdgeProgram>(
     }
 }
 
-fn compute<P: EdgeProgram>(
-    ctx: &mut Ctx,
-    cfg: &DistConfig,
-    prog: &P,
-) -> Result<(VertexArray<P::Out>, u64)> {
+/// Every mastered partition's initial values, stored; the totals.
+fn initial<P: EdgeProgram>(ctx: &mut Ctx, prog: &P, mine: &[u32]) -> Result<(Aggregates, u64)> {
     let plan = ctx.plan;
-    let rank = ctx.t.rank();
-    let mine: Vec<u32> = (0..plan.partitions)
-        .filter(|&p| plan.master(p) == rank)
-        .collect();
-    ctx.stats.partitions_mastered = mine.len() as u64;
     let degrees = prog.uses_degrees();
-    // Initial values.
     let mut totals = Vec::new();
-    for &p in &mine {
+    for &p in mine {
         let (a, b) = plan.range(p);
         let cnt = (b - a) as usize;
         let mut part = Part {
@@ -426,12 +504,134 @@ fn compute<P: EdgeProgram>(
         totals.push((p, sums.total(), active));
     }
     ctx.drain_acks(0)?;
-    let (prev, mut active) = exchange_totals(ctx, &totals)?;
+    exchange_totals(ctx, &totals)
+}
+
+/// The generation every rank resumes from (the smallest latest commit over the
+/// ranks; `None` when some rank has none), after each rank forgot newer ones.
+fn resume_point(
+    t: &dyn Transport,
+    ckpt_dir: &Path,
+    plan: &Plan,
+    cfg: &DistConfig,
+    idle: &mut Duration,
+) -> Result<(Record, Option<Generation>)> {
+    let rank = t.rank();
+    let found = checkpoint::load(ckpt_dir).and_then(|r| match r {
+        Some(r) if r.layout_id != plan.layout_id || r.rank as usize != rank => {
+            Err(DistError::Layout(format!(
+                "{}: a checkpoint of another store; run again without --resume",
+                ckpt_dir.join(checkpoint::FILE).display()
+            )))
+        }
+        Some(r) if r.key != cfg.run_key => Err(DistError::Invalid(format!(
+            "{}: a checkpoint of `{}`, not of `{}`; run again with those settings, or without --resume to start over",
+            ckpt_dir.join(checkpoint::FILE).display(),
+            r.key,
+            cfg.run_key
+        ))),
+        r => Ok(r),
+    });
+    crate::ingest::agree(t, found.as_ref().err(), idle)?;
+    let mut record = found?.unwrap_or(Record {
+        layout_id: plan.layout_id,
+        rank: rank as u32,
+        key: cfg.run_key.clone(),
+        generations: Vec::new(),
+    });
+    let latest = record.generations.last().map_or(u64::MAX, |g| g.iteration);
+    let all = transport::all_gather(t, &latest.to_le_bytes(), idle)?;
+    let latest: Vec<u64> = all
+        .iter()
+        .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")))
+        .collect();
+    if latest.contains(&u64::MAX) {
+        record.generations.clear();
+        let _ = std::fs::remove_dir_all(ckpt_dir);
+        return Ok((record, None));
+    }
+    let agreed = *latest.iter().min().expect("a rank");
+    let start = record
+        .generations
+        .iter()
+        .find(|g| g.iteration == agreed)
+        .cloned()
+        .ok_or_else(|| {
+            DistError::Layout(format!(
+                "{}: no checkpoint of iteration {agreed}, which the other ranks resume from",
+                ckpt_dir.join(checkpoint::FILE).display()
+            ))
+        });
+    let forgot = start.and_then(|g| {
+        if record.generations.len() > 1 && record.generations.last() != Some(&g) {
+            record.generations.retain(|x| x.iteration <= agreed);
+            checkpoint::commit(ckpt_dir, &record)?;
+        }
+        Ok(g)
+    });
+    crate::ingest::agree(t, forgot.as_ref().err(), idle)?;
+    Ok((record, Some(forgot?)))
+}
+
+/// Both phases of the checkpoint of iteration `it` (see [`crate::checkpoint`]).
+fn take_checkpoint(ctx: &mut Ctx, it: u64, prev: &Aggregates, active: u64) -> Result<()> {
+    let t0 = Instant::now();
+    let me = ctx.t.rank();
+    ctx.t
+        .send(me, TAG_REQ, header(storage::CHECKPOINT, 0, 0, it as u32))?;
+    let (_, _, data) = ctx.await_reply(Some(me), TAG_ACK)?;
+    if data.len() != 12 {
+        return Err(DistError::Protocol(format!(
+            "a checkpoint acknowledgement of {} bytes",
+            data.len()
+        )));
+    }
+    let bytes = u64::from_le_bytes(data[..8].try_into().expect("8 bytes"));
+    let crc = u32_at(&data, 2);
+    // Phase one is done when every rank wrote its state.
+    transport::barrier(ctx.t, &mut ctx.idle)?;
+    ctx.fail_point(FailPoint::Commit(it))?;
+    ctx.record.generations.push(Generation {
+        iteration: it,
+        bytes,
+        crc,
+        prev: prev.map(f64::to_bits),
+        active,
+    });
+    let n = ctx.record.generations.len();
+    if n > 2 {
+        ctx.record.generations.drain(..n - 2);
+    }
+    checkpoint::commit(&ctx.ckpt_dir, &ctx.record)?;
+    ctx.stats.checkpoints += 1;
+    ctx.stats.checkpoint_seconds += t0.elapsed().as_secs_f64();
+    Ok(())
+}
+
+fn compute<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    cfg: &DistConfig,
+    prog: &P,
+    start: Option<Generation>,
+) -> Result<(VertexArray<P::Out>, u64)> {
+    let plan = ctx.plan;
+    let rank = ctx.t.rank();
+    let mine: Vec<u32> = (0..plan.partitions)
+        .filter(|&p| plan.master(p) == rank)
+        .collect();
+    ctx.stats.partitions_mastered = mine.len() as u64;
+    let degrees = prog.uses_degrees();
+    let (prev, mut active, mut done) = match &start {
+        Some(g) => (g.aggregates(), g.active, g.iteration),
+        None => {
+            let (prev, active) = initial(ctx, prog, &mine)?;
+            (prev, active, 0)
+        }
+    };
     let mut g = Globals { iteration: 0, prev };
     let rb = plan.record_bytes() as usize;
     let bins_room = (cfg.memory / 4 / plan.partitions.max(1) as u64).max(64 << 10);
     let bin_bytes = (bins_room.min(plan.chunk_bytes) / 12 * 12).max(12) as usize;
-    let mut done = 0u64;
     while prog.proceed(done, &g.prev, active) {
         let it = done + 1;
         g.iteration = it;
@@ -462,6 +662,7 @@ fn compute<P: EdgeProgram>(
             let n = plan.vertices;
             let weighted = plan.weighted && prog.weighted();
             let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+                ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
                 ctx.stats.edge_chunks_read += 1;
                 if !data.len().is_multiple_of(rb) {
                     return Err(DistError::Layout(format!(
@@ -522,6 +723,7 @@ fn compute<P: EdgeProgram>(
             };
             ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)?;
         }
+        ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
         for (q, bin) in bins.iter_mut().enumerate() {
             if !bin.is_empty() {
                 let to = ctx.rng.below(ctx.t.size());
@@ -559,6 +761,7 @@ fn compute<P: EdgeProgram>(
             let a = part.a;
             let mut acc = vec![prog.identity(); cnt];
             let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+                ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
                 ctx.stats.update_chunks_read += 1;
                 if !data.len().is_multiple_of(12) {
                     return Err(DistError::Protocol(format!(
@@ -596,12 +799,17 @@ fn compute<P: EdgeProgram>(
             store(ctx, p, &part)?;
             totals.push((p, sums.total(), act));
         }
+        ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
         ctx.drain_acks(0)?;
         let (prev, a) = exchange_totals(ctx, &totals)?;
         g.prev = prev;
         active = a;
         ctx.stats.gather_seconds += t0.elapsed().as_secs_f64();
         done = it;
+        let every = cfg.checkpoint_every;
+        if every > 0 && it.is_multiple_of(every) && prog.proceed(done, &g.prev, active) {
+            take_checkpoint(ctx, it, &g.prev, active)?;
+        }
     }
     // The result, gathered on rank 0.
     let n = if rank == 0 { plan.vertices as usize } else { 0 };

@@ -17,11 +17,14 @@
 //! - [`transport`]: MPI (feature `mpi`, launched by `mpirun`), or threads in one
 //!   process for tests of the protocol.
 //!
-//! Not built yet: work stealing between computation engines (§5.3-§5.4),
-//! checkpoints and `--resume` (§6.6), ranks reading disjoint parts of the input,
+//! - [`checkpoint`]: vertex values checkpointed at barriers with a two-phase
+//!   protocol; `resume` continues from the last checkpoint every rank committed.
+//!
+//! Not built yet: work stealing between computation engines (§5.3-§5.4), ranks reading disjoint parts of the input,
 //! and the algorithms outside the edge-program model (mis, scc, mcst,
 //! conductance, belief propagation).
 
+pub mod checkpoint;
 pub mod compute;
 pub mod error;
 pub mod ingest;

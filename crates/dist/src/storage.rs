@@ -13,6 +13,9 @@
 //! - `GET_DEGREES p c`, `GET_STATE p c`, `PUT_STATE p c` + blob: vertex chunk `c`
 //!   of partition `p`, stored here because it hashes here (§6.4). A state chunk
 //!   never written is replied [`EMPTY`].
+//! - `CHECKPOINT _ _ i` (from its own rank, at a barrier): copies every state
+//!   chunk held here into the checkpoint directory's `state-<i>.bin`
+//!   ([`crate::checkpoint`]); acknowledged with its length (`u64`) and CRC-32.
 //! - `STOP` (from its own rank): the thread ends.
 //!
 //! Every chunk read from the layout is checked against its CRC-32 from the
@@ -37,6 +40,7 @@ pub const GET_DEGREES: u32 = 4;
 pub const GET_STATE: u32 = 5;
 pub const PUT_STATE: u32 = 6;
 pub const STOP: u32 = 7;
+pub const CHECKPOINT: u32 = 8;
 
 pub const OK: u32 = 0;
 pub const EMPTY: u32 = 1;
@@ -101,6 +105,8 @@ pub struct Storage {
     /// Offsets of the state chunks hashed here, and which were written.
     state_slot: HashMap<(u32, u32), (u64, u64, bool)>,
     state: Option<ScratchFile>,
+    state_len: u64,
+    ckpt_dir: PathBuf,
     /// Degree chunks by (partition, chunk).
     degree_index: HashMap<(u32, u32), usize>,
     io: Arc<IoStats>,
@@ -108,11 +114,13 @@ pub struct Storage {
 }
 
 impl Storage {
-    /// Opens rank `manifest.rank`'s files under `dir`; run files go to `run_dir`.
+    /// Opens rank `manifest.rank`'s files under `dir`; run files go to
+    /// `run_dir`, checkpoints to `ckpt_dir`.
     pub fn open(
         dir: &Path,
         manifest: RankManifest,
         run_dir: PathBuf,
+        ckpt_dir: PathBuf,
         state_bytes: u64,
         io: Arc<IoStats>,
     ) -> Result<Storage> {
@@ -170,10 +178,56 @@ impl Storage {
             updates: HashMap::new(),
             state_slot,
             state,
+            state_len: off,
+            ckpt_dir,
             degree_index,
             io,
             stats: StorageStats::default(),
         })
+    }
+
+    /// Loads generation `g` of the checkpoint into the state file: every state
+    /// chunk held here counts as written.
+    pub fn restore(&mut self, g: &crate::checkpoint::Generation) -> Result<()> {
+        let path = crate::checkpoint::state_file(&self.ckpt_dir, g.iteration);
+        if g.bytes != self.state_len {
+            return Err(DistError::Layout(format!(
+                "{}: {} bytes of vertex state recorded, this rank holds {}: the checkpoint is of another run",
+                path.display(),
+                g.bytes,
+                self.state_len
+            )));
+        }
+        if let Some(file) = &self.state {
+            crate::checkpoint::read_state(
+                &path,
+                g,
+                &mut |off, data| Ok(file.write_at(off, data)?),
+            )?;
+        }
+        for slot in self.state_slot.values_mut() {
+            slot.2 = true;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&mut self, iteration: u64) -> Result<Vec<u8>> {
+        if let Some(((p, c), _)) = self.state_slot.iter().find(|(_, s)| !s.2) {
+            return Err(DistError::Protocol(format!(
+                "checkpoint of iteration {iteration}: vertex chunk {c} of partition {p} was never written"
+            )));
+        }
+        std::fs::create_dir_all(&self.ckpt_dir)
+            .map_err(|e| IoError::new(&self.ckpt_dir, "create directory", e))?;
+        let path = crate::checkpoint::state_file(&self.ckpt_dir, iteration);
+        let state = self.state.as_ref();
+        let crc = crate::checkpoint::write_state(&path, self.state_len, &mut |off, buf| {
+            Ok(state.expect("state chunks here").read_at(off, buf)?)
+        })?;
+        self.io.add_write(self.state_len);
+        let mut out = reply(OK, &self.state_len.to_le_bytes());
+        out.extend_from_slice(&crc.to_le_bytes());
+        Ok(out)
     }
 
     /// Serves requests until its own rank says `STOP`.
@@ -333,6 +387,7 @@ impl Storage {
                 file.read_at(slot.0, &mut out[4..])?;
                 Ok((TAG_RESP, out))
             }
+            CHECKPOINT => Ok((TAG_ACK, self.checkpoint(phase as u64)?)),
             op => Err(DistError::Protocol(format!("unknown request {op}"))),
         }
     }

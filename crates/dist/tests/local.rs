@@ -6,8 +6,11 @@
 
 use outcore_algos::programs::{run_program_on, GraphFacts};
 use outcore_algos::{run, Algo, Output, Params};
+use outcore_dist::checkpoint::{FailAt, FailPoint};
 use outcore_dist::transport::{local, Transport};
-use outcore_dist::{ingest::ingest, DistConfig, DistIngestOptions, DistRunner, RankManifest};
+use outcore_dist::{
+    ingest::ingest, DistConfig, DistIngestOptions, DistRunner, RankManifest, RankStats,
+};
 use outcore_engine::{StreamConfig, StreamEngine};
 use outcore_io::IoStats;
 use outcore_store::ingest::Quiet;
@@ -89,14 +92,14 @@ fn dist_ingest(
     });
 }
 
-/// Runs `algo` on every rank; rank 0's result.
-fn dist_run(
+/// Runs `algo` on every rank: each rank's result and statistics, or its error.
+fn dist_try(
     dir: &Path,
     ranks: usize,
     algo: Algo,
     p: &Params,
     cfg: &DistConfig,
-) -> outcore_algos::Run {
+) -> Vec<Result<(outcore_algos::Run, RankStats), String>> {
     let net = local::network(ranks);
     std::thread::scope(|s| {
         let hs: Vec<_> = net
@@ -120,28 +123,37 @@ fn dist_run(
                         iterations: 0,
                         stats: None,
                     };
-                    let out = run_program_on(&mut r, &facts, algo, p);
-                    (out, r.stats)
+                    run_program_on(&mut r, &facts, algo, p)
+                        .map(|out| (out, r.stats.expect("statistics of a finished run")))
+                        .map_err(|e| e.to_string())
                 })
             })
             .collect();
-        let mut res: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
-        for (r, st) in &res {
-            assert!(r.is_ok(), "{:?}", r.as_ref().err().map(|e| e.to_string()));
-            assert!(st.is_some());
-        }
-        let total: u64 = res
-            .iter()
-            .map(|(_, s)| s.as_ref().unwrap().edges_processed)
-            .sum();
-        if algo == Algo::PageRank {
-            // Every edge once per iteration, whichever rank read it.
-            let (_, s0) = &res[0];
-            assert!(s0.is_some());
-            assert!(total > 0);
-        }
-        res.swap_remove(0).0.unwrap()
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
     })
+}
+
+/// Runs `algo` on every rank; rank 0's result.
+fn dist_run(
+    dir: &Path,
+    ranks: usize,
+    algo: Algo,
+    p: &Params,
+    cfg: &DistConfig,
+) -> outcore_algos::Run {
+    let mut res = dist_try(dir, ranks, algo, p, cfg);
+    for r in &res {
+        assert!(r.is_ok(), "{:?}", r.as_ref().err());
+    }
+    let total: u64 = res
+        .iter()
+        .map(|r| r.as_ref().unwrap().1.edges_processed)
+        .sum();
+    if algo == Algo::PageRank {
+        // Some rank read edges in every run.
+        assert!(total > 0);
+    }
+    res.swap_remove(0).unwrap().0
 }
 
 fn check(kind: GenKind, weighted: bool, undirected: bool) {
@@ -193,10 +205,9 @@ fn check(kind: GenKind, weighted: bool, undirected: bool) {
         };
         dist_ingest(&inp, &dir, ranks, &opts, &io);
         let cfg = DistConfig {
-            memory: 64 << 20,
             window,
             seed: 9,
-            work_dir: None,
+            ..DistConfig::new(64 << 20)
         };
         for (algo, p, w) in &want {
             let what = format!(
@@ -277,10 +288,8 @@ fn a_damaged_chunk_is_refused_by_name() {
     std::fs::write(&f, b).unwrap();
     let net = local::network(2);
     let cfg = DistConfig {
-        memory: 64 << 20,
-        window: 0,
         seed: 2,
-        work_dir: None,
+        ..DistConfig::new(64 << 20)
     };
     let errs: Vec<String> = std::thread::scope(|s| {
         let hs: Vec<_> = net
@@ -313,4 +322,158 @@ fn a_damaged_chunk_is_refused_by_name() {
     assert!(e.contains("no manifest"), "{e}");
     let e = RankManifest::load(&dir, 1, 4).unwrap_err().to_string();
     assert!(e.contains("made for 2 ranks"), "{e}");
+}
+
+/// A run stopped by a failing rank at a moment of the run, then resumed: the
+/// same answer as the streaming engine, resumed from the last checkpoint every
+/// rank committed. Moments: inside scatter and gather phases on either rank,
+/// and between the two phases of a checkpoint (some ranks committed it, the
+/// failing one did not).
+#[test]
+fn a_stopped_run_resumes_from_its_last_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 9,
+        edge_factor: 8,
+    };
+    let n = kind.vertices();
+    let inp = input(tmp.path(), kind, true);
+    let io = ingest_opts(false, n);
+    let store_dir = tmp.path().join("store");
+    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
+    let store = Store::open(&store_dir).unwrap();
+    let ranks = 2;
+    let dir = tmp.path().join("dist");
+    let opts = DistIngestOptions {
+        memory: 64 << 20,
+        chunk_bytes: 2048,
+        vertex_chunk: 50,
+        partitions: 4,
+        seed: 4,
+        force: false,
+    };
+    dist_ingest(&inp, &dir, ranks, &opts, &io);
+    let fail = |rank, point| FailAt {
+        rank,
+        point,
+        abort: false,
+    };
+    // (algorithm, checkpoint every, failures one run after another, where the
+    // last resume starts)
+    let cases: Vec<(Algo, u64, Vec<FailAt>, Option<u64>)> = vec![
+        (Algo::PageRank, 2, vec![fail(1, FailPoint::Phase(5))], None),
+        (
+            Algo::PageRank,
+            2,
+            vec![fail(0, FailPoint::Phase(7))],
+            Some(2),
+        ),
+        (
+            Algo::PageRank,
+            2,
+            vec![fail(1, FailPoint::Commit(4))],
+            Some(2),
+        ),
+        (
+            Algo::PageRank,
+            2,
+            vec![fail(0, FailPoint::Phase(10)), fail(1, FailPoint::Phase(14))],
+            Some(6),
+        ),
+        (Algo::Bfs, 1, vec![fail(1, FailPoint::Phase(4))], Some(1)),
+        (Algo::Sssp, 1, vec![fail(0, FailPoint::Commit(3))], Some(2)),
+        (Algo::Spmv, 3, vec![fail(1, FailPoint::Phase(9))], Some(3)),
+    ];
+    for (algo, every, fails, from) in cases {
+        let p = Params {
+            root: (n / 3) as u32,
+            iterations: (algo != Algo::Bfs && algo != Algo::Sssp).then_some(8),
+            ..Default::default()
+        };
+        let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+        let want = run(&mut e, algo, &p).unwrap();
+        let what = format!("{} every {every} failing {fails:?}", algo.name());
+        let base = DistConfig {
+            checkpoint_every: every,
+            run_key: format!("{} {p:?}", algo.name()),
+            ..DistConfig::new(64 << 20)
+        };
+        for (i, f) in fails.iter().enumerate() {
+            let cfg = DistConfig {
+                resume: i > 0,
+                fail_at: Some(*f),
+                ..base.clone()
+            };
+            let res = dist_try(&dir, ranks, algo, &p, &cfg);
+            let failed = res[f.rank].as_ref().err().expect("the failing rank failed");
+            assert!(failed.contains("failure injected"), "{what}: {failed}");
+            for r in &res {
+                let e = r.as_ref().err().expect("every rank stopped");
+                assert!(e.contains(&format!("rank {}", f.rank)), "{what}: {e}");
+            }
+        }
+        let cfg = DistConfig {
+            resume: true,
+            ..base.clone()
+        };
+        let res = dist_try(&dir, ranks, algo, &p, &cfg);
+        for r in &res {
+            let (_, st) = r.as_ref().unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(st.resumed_from, from, "{what}");
+        }
+        let (got, _) = res.into_iter().next().unwrap().unwrap();
+        same(&got.output, &want.output, &what);
+        assert_eq!(got.summary, want.summary, "{what}");
+        if matches!(algo, Algo::PageRank | Algo::Spmv) {
+            assert_eq!(got.iterations, want.iterations, "{what}");
+        }
+        // A finished run leaves no checkpoint behind.
+        for k in 0..ranks {
+            assert!(!dir.join(format!("rank-{k}/checkpoint")).exists(), "{what}");
+        }
+    }
+
+    // A checkpoint resumes only its own run, and a damaged one is refused by name.
+    let p = Params {
+        iterations: Some(8),
+        ..Default::default()
+    };
+    let cfg = DistConfig {
+        checkpoint_every: 1,
+        run_key: "pagerank".into(),
+        fail_at: Some(fail(0, FailPoint::Phase(8))),
+        ..DistConfig::new(64 << 20)
+    };
+    assert!(dist_try(&dir, ranks, Algo::PageRank, &p, &cfg)
+        .iter()
+        .all(|r| r.is_err()));
+    let other = DistConfig {
+        resume: true,
+        fail_at: None,
+        run_key: "spmv".into(),
+        ..cfg.clone()
+    };
+    for r in dist_try(&dir, ranks, Algo::Spmv, &p, &other) {
+        let e = r.err().expect("refused");
+        assert!(
+            e.contains("a checkpoint of `pagerank`, not of `spmv`"),
+            "{e}"
+        );
+    }
+    let state = dir.join("rank-1/checkpoint/state-3.bin");
+    let mut b = std::fs::read(&state).unwrap();
+    b[0] ^= 1;
+    std::fs::write(&state, b).unwrap();
+    let again = DistConfig {
+        resume: true,
+        fail_at: None,
+        ..cfg.clone()
+    };
+    for r in dist_try(&dir, ranks, Algo::PageRank, &p, &again) {
+        let e = r.err().expect("refused");
+        assert!(
+            e.contains("rank-1/checkpoint/state-3.bin") && e.contains("fails its checksum"),
+            "{e}"
+        );
+    }
 }
