@@ -112,6 +112,10 @@ pub struct DistRunArgs {
     /// committed (the same algorithm and settings; starts over when there is none).
     #[arg(long)]
     pub resume: bool,
+    /// Idle ranks do not help other ranks with their partitions (Chaos §5.3's
+    /// work stealing is on by default).
+    #[arg(long)]
+    pub no_steal: bool,
 }
 
 #[cfg(not(feature = "dist"))]
@@ -269,6 +273,7 @@ mod with_mpi {
                 resume: a.resume,
                 run_key: format!("{} {params:?}", algo.name()),
                 fail_at,
+                steal: !a.no_steal,
                 ..DistConfig::new(a.memory)
             },
             iterations: 0,

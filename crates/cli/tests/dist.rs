@@ -231,6 +231,12 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
             let st: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(d.join("st.json")).unwrap()).unwrap();
             assert_eq!(st["per_rank"].as_array().unwrap().len(), np);
+            for r in st["per_rank"].as_array().unwrap() {
+                for k in ["stolen_chunks", "bytes_sent", "bytes_received"] {
+                    assert!(r[k].is_u64(), "{k} in {r}");
+                }
+                assert!(r["idle_seconds"].is_f64(), "{r}");
+            }
         }
     }
     // A store made for 2 ranks refuses 4, on every rank, with a clear message.

@@ -29,19 +29,22 @@
 //! also a checkpoint ([`crate::checkpoint`], §6.6); `resume` starts from the
 //! last one every rank committed.
 //!
-//! Not yet here (see the crate docs): work stealing (§5.3).
+//! An engine done with its own partitions in a phase helps other masters with
+//! theirs ([`crate::steal`], §5.3-§5.4).
 
 use crate::checkpoint::{self, FailAt, FailPoint, Generation, Record};
 use crate::error::{DistError, Result};
 use crate::layout::{Plan, RankManifest, Rng};
+use crate::steal::Board;
 use crate::storage::{self, header, u32_at, StorageStats};
 use crate::transport::{self, Transport};
-use crate::{TAG_ACK, TAG_REQ, TAG_RESP, TAG_RESULT};
+use crate::{TAG_ACK, TAG_MERGE, TAG_REQ, TAG_RESP, TAG_RESULT};
 use bytemuck::Zeroable;
 use outcore_engine::program::{Aggregates, EdgeProgram, Globals, Sums};
 use outcore_engine::EngineError;
 use outcore_state::{StateBudget, VertexArray};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const NEVER: u32 = u32::MAX;
@@ -67,6 +70,8 @@ pub struct DistConfig {
     pub run_key: String,
     /// A failure injected at a moment of the run (tests of `resume`).
     pub fail_at: Option<FailAt>,
+    /// Idle engines help other masters (§5.3).
+    pub steal: bool,
 }
 
 /// Iterations between checkpoints unless told otherwise.
@@ -84,6 +89,7 @@ impl DistConfig {
             resume: false,
             run_key: String::new(),
             fail_at: None,
+            steal: true,
         }
     }
 }
@@ -110,6 +116,13 @@ pub struct RankStats {
     pub resumed_from: Option<u64>,
     pub checkpoints: u64,
     pub checkpoint_seconds: f64,
+    /// Chunks this engine processed of partitions other ranks master.
+    pub stolen_chunks: u64,
+    /// Partitions of other masters this engine helped with, offers it made,
+    /// and helpers its own partitions accepted.
+    pub partitions_helped: u64,
+    pub steal_offers: u64,
+    pub helpers_accepted: u64,
     pub storage: StorageStats,
 }
 
@@ -132,6 +145,8 @@ struct Ctx<'a> {
     fail_at: Option<FailAt>,
     ckpt_dir: PathBuf,
     record: Record,
+    board: Arc<Mutex<Board>>,
+    steal: bool,
 }
 
 impl Ctx<'_> {
@@ -421,10 +436,12 @@ pub fn run<P: EdgeProgram>(
         fail_at: cfg.fail_at,
         ckpt_dir: ckpt_dir.clone(),
         record,
+        board: st.board.clone(),
+        steal: cfg.steal && t.size() > 1,
     };
     let result = std::thread::scope(|s| {
         let server = s.spawn(|| st.serve(t));
-        let r = compute(&mut ctx, cfg, prog, start);
+        let r = compute(&mut ctx, cfg, prog, manifest, start);
         if let Err(e) = &r {
             // The other ranks may be waiting on this one: stop them all.
             if !matches!(e, DistError::Stopped { .. }) {
@@ -458,6 +475,7 @@ pub fn run<P: EdgeProgram>(
             stats.bytes_sent = s;
             stats.bytes_received = rcv;
             stats.storage = st.stats.clone();
+            stats.helpers_accepted = st.board.lock().expect("board").accepted;
             Ok((out, it, stats))
         }
     }
@@ -608,10 +626,238 @@ fn take_checkpoint(ctx: &mut Ctx, it: u64, prev: &Aggregates, active: u64) -> Re
     Ok(())
 }
 
+/// A scatter phase's update bins (one per destination partition, stored on a
+/// random rank when full) and the update bytes sent to each partition.
+struct Scatter {
+    it: u64,
+    bins: Vec<Vec<u8>>,
+    sent: Vec<u64>,
+    bin_bytes: usize,
+}
+
+impl Scatter {
+    fn push(&mut self, ctx: &mut Ctx, q: usize, v: u32, x: u64) -> Result<()> {
+        let bin = &mut self.bins[q];
+        if bin.is_empty() {
+            bin.reserve_exact(16 + self.bin_bytes);
+            bin.extend_from_slice(&header(
+                storage::PUT_UPDATES,
+                q as u32,
+                0,
+                2 * self.it as u32,
+            ));
+        }
+        bin.extend_from_slice(&v.to_le_bytes());
+        bin.extend_from_slice(&x.to_le_bytes());
+        ctx.stats.updates_sent += 1;
+        if bin.len() - 16 + 12 > self.bin_bytes {
+            self.flush(ctx, q)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx, q: usize) -> Result<()> {
+        let bin = std::mem::take(&mut self.bins[q]);
+        if bin.is_empty() {
+            return Ok(());
+        }
+        self.sent[q] += (bin.len() - 16) as u64;
+        ctx.stats.update_chunks_sent += 1;
+        let to = ctx.rng.below(ctx.t.size());
+        let limit = 2 * ctx.t.size();
+        ctx.put(to, bin, limit)
+    }
+}
+
+/// Which vertices of `part` are active in iteration `it`.
+fn active_of<P: EdgeProgram>(prog: &P, part: &Part<P::V>, it: u64) -> Vec<bool> {
+    part.eps
+        .iter()
+        .map(|&e| prog.all_active() || e == (it - 1) as u32)
+        .collect()
+}
+
+/// Streams partition `p`'s edge chunks and turns the edges of the active
+/// sources into updates (the master, or a helper: `master` is false).
+fn scatter_part<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    prog: &P,
+    p: u32,
+    part: &Part<P::V>,
+    act: &[bool],
+    sc: &mut Scatter,
+    master: bool,
+) -> Result<()> {
+    let plan = ctx.plan;
+    let it = sc.it;
+    let degrees = prog.uses_degrees();
+    let msgs: Vec<u64> = (0..act.len())
+        .map(|i| {
+            if act[i] {
+                prog.message(&part.vals[i], if degrees { part.degs[i] } else { 0 })
+            } else {
+                0
+            }
+        })
+        .collect();
+    let rb = plan.record_bytes() as usize;
+    let (a, b) = plan.range(p);
+    let n = plan.vertices;
+    let weighted = plan.weighted && prog.weighted();
+    let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+        ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
+        ctx.stats.edge_chunks_read += 1;
+        if master {
+            ctx.board.lock().expect("board").consumed(data.len() as u64);
+        } else {
+            ctx.stats.stolen_chunks += 1;
+        }
+        if !data.len().is_multiple_of(rb) {
+            return Err(DistError::Layout(format!(
+                "an edge chunk of partition {p} holds {} bytes, not whole records",
+                data.len()
+            )));
+        }
+        for r in data.chunks_exact(rb) {
+            let u = u32_at(r, 0);
+            let v = u32_at(r, 1);
+            if (u as u64) < a || u as u64 >= b || v as u64 >= n {
+                return Err(DistError::Layout(format!(
+                    "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
+                )));
+            }
+            let i = (u as u64 - a) as usize;
+            if !act[i] {
+                continue;
+            }
+            let w = if weighted {
+                f32::from_bits(u32_at(r, 2))
+            } else {
+                1.0
+            };
+            let x = prog
+                .edge(msgs[i], u, w)
+                .ok_or(DistError::Engine(EngineError::BadEdge {
+                    program: prog.name(),
+                    u,
+                    v,
+                    w,
+                }))?;
+            sc.push(ctx, plan.partition_of(v) as usize, v, x)?;
+        }
+        ctx.stats.edges_processed += (data.len() / rb) as u64;
+        Ok(())
+    };
+    ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)
+}
+
+/// Streams partition `p`'s update chunks of iteration `it` into `acc` (the
+/// master, or a helper).
+fn gather_part<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    prog: &P,
+    p: u32,
+    it: u64,
+    acc: &mut [u64],
+    master: bool,
+) -> Result<()> {
+    let (a, _) = ctx.plan.range(p);
+    let cnt = acc.len() as u64;
+    let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+        ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
+        ctx.stats.update_chunks_read += 1;
+        if master {
+            ctx.board.lock().expect("board").consumed(data.len() as u64);
+        } else {
+            ctx.stats.stolen_chunks += 1;
+        }
+        if !data.len().is_multiple_of(12) {
+            return Err(DistError::Protocol(format!(
+                "an update chunk of partition {p} holds {} bytes",
+                data.len()
+            )));
+        }
+        for r in data.chunks_exact(12) {
+            let v = u32_at(r, 0) as u64;
+            let x = u64::from_le_bytes(r[4..12].try_into().expect("8"));
+            let i = v.checked_sub(a).filter(|&i| i < cnt).ok_or_else(|| {
+                DistError::Protocol(format!("an update for vertex {v} reached partition {p}"))
+            })? as usize;
+            acc[i] = prog.combine(acc[i], x);
+        }
+        Ok(())
+    };
+    ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &mut f)
+}
+
+/// Offers help with the partitions other ranks master in `phase` (§5.3), in a
+/// random order, until each is done or declined; `work` does an accepted one.
+fn help(
+    ctx: &mut Ctx,
+    phase: u32,
+    work: &mut dyn FnMut(&mut Ctx, u32) -> Result<()>,
+) -> Result<()> {
+    let plan = ctx.plan;
+    let rank = ctx.t.rank();
+    if !ctx.steal {
+        return Ok(());
+    }
+    let mut pending: Vec<u32> = (0..plan.partitions)
+        .filter(|&p| plan.master(p) != rank)
+        .collect();
+    for i in (1..pending.len()).rev() {
+        let j = ctx.rng.below(i + 1);
+        pending.swap(i, j);
+    }
+    while !pending.is_empty() {
+        let mut later = Vec::new();
+        for &p in &pending {
+            let m = plan.master(p);
+            ctx.t
+                .send(m, TAG_REQ, header(storage::STEAL, p, 0, phase))?;
+            ctx.stats.steal_offers += 1;
+            let (_, status, _) = ctx.await_reply(Some(m), TAG_RESP)?;
+            match status {
+                storage::OK => {
+                    ctx.stats.partitions_helped += 1;
+                    work(ctx, p)?;
+                }
+                storage::LATER => later.push(p),
+                _ => {}
+            }
+        }
+        if !later.is_empty() {
+            let t0 = Instant::now();
+            std::thread::sleep(Duration::from_micros(200));
+            ctx.idle += t0.elapsed();
+        }
+        pending = later;
+    }
+    Ok(())
+}
+
+/// Bytes of edge chunks of every partition, over all ranks.
+fn edge_bytes(ctx: &mut Ctx, manifest: &RankManifest) -> Result<Vec<u64>> {
+    let parts = ctx.plan.partitions as usize;
+    let mut mine = vec![0u64; parts];
+    for c in &manifest.edge_chunks {
+        mine[c.partition as usize] += c.bytes;
+    }
+    let all = transport::all_gather(ctx.t, bytemuck::cast_slice(&mine), &mut ctx.idle)?;
+    let mut total = vec![0u64; parts];
+    for b in all {
+        for (q, x) in b.chunks_exact(8).enumerate() {
+            total[q] += u64::from_le_bytes(x.try_into().expect("8"));
+        }
+    }
+    Ok(total)
+}
+
 fn compute<P: EdgeProgram>(
     ctx: &mut Ctx,
     cfg: &DistConfig,
     prog: &P,
+    manifest: &RankManifest,
     start: Option<Generation>,
 ) -> Result<(VertexArray<P::Out>, u64)> {
     let plan = ctx.plan;
@@ -621,6 +867,8 @@ fn compute<P: EdgeProgram>(
         .collect();
     ctx.stats.partitions_mastered = mine.len() as u64;
     let degrees = prog.uses_degrees();
+    let vs = std::mem::size_of::<P::V>() as u64;
+    let edge_bytes = edge_bytes(ctx, manifest)?;
     let (prev, mut active, mut done) = match &start {
         Some(g) => (g.aggregates(), g.active, g.iteration),
         None => {
@@ -629,7 +877,6 @@ fn compute<P: EdgeProgram>(
         }
     };
     let mut g = Globals { iteration: 0, prev };
-    let rb = plan.record_bytes() as usize;
     let bins_room = (cfg.memory / 4 / plan.partitions.max(1) as u64).max(64 << 10);
     let bin_bytes = (bins_room.min(plan.chunk_bytes) / 12 * 12).max(12) as usize;
     while prog.proceed(done, &g.prev, active) {
@@ -637,110 +884,46 @@ fn compute<P: EdgeProgram>(
         g.iteration = it;
         // Scatter.
         let t0 = Instant::now();
-        let mut bins: Vec<Vec<u8>> = vec![Vec::new(); plan.partitions as usize];
-        let mut sent = vec![0u64; plan.partitions as usize];
+        let phase = 2 * it as u32;
+        ctx.board.lock().expect("board").begin(phase);
+        let mut sc = Scatter {
+            it,
+            bins: vec![Vec::new(); plan.partitions as usize],
+            sent: vec![0; plan.partitions as usize],
+            bin_bytes,
+        };
         for &p in &mine {
             let part = load(ctx, prog, p, degrees)?;
-            let cnt = part.vals.len();
-            let act: Vec<bool> = (0..cnt)
-                .map(|i| prog.all_active() || part.eps[i] == (it - 1) as u32)
-                .collect();
+            let act = active_of(prog, &part, it);
             if !act.iter().any(|&x| x) {
+                ctx.board.lock().expect("board").finish(p);
                 ctx.stats.partitions_passed_over += 1;
                 continue;
             }
-            let msgs: Vec<u64> = (0..cnt)
-                .map(|i| {
-                    if act[i] {
-                        prog.message(&part.vals[i], if degrees { part.degs[i] } else { 0 })
-                    } else {
-                        0
-                    }
-                })
-                .collect();
-            let (a, b) = plan.range(p);
-            let n = plan.vertices;
-            let weighted = plan.weighted && prog.weighted();
-            let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
-                ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
-                ctx.stats.edge_chunks_read += 1;
-                if !data.len().is_multiple_of(rb) {
-                    return Err(DistError::Layout(format!(
-                        "an edge chunk of partition {p} holds {} bytes, not whole records",
-                        data.len()
-                    )));
-                }
-                for r in data.chunks_exact(rb) {
-                    let u = u32_at(r, 0);
-                    let v = u32_at(r, 1);
-                    if (u as u64) < a || u as u64 >= b || v as u64 >= n {
-                        return Err(DistError::Layout(format!(
-                            "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
-                        )));
-                    }
-                    let i = (u as u64 - a) as usize;
-                    if !act[i] {
-                        continue;
-                    }
-                    let w = if weighted {
-                        f32::from_bits(u32_at(r, 2))
-                    } else {
-                        1.0
-                    };
-                    let x = prog.edge(msgs[i], u, w).ok_or(DistError::Engine(
-                        EngineError::BadEdge {
-                            program: prog.name(),
-                            u,
-                            v,
-                            w,
-                        },
-                    ))?;
-                    let q = plan.partition_of(v) as usize;
-                    let bin = &mut bins[q];
-                    if bin.is_empty() {
-                        bin.reserve_exact(16 + bin_bytes);
-                        bin.extend_from_slice(&header(
-                            storage::PUT_UPDATES,
-                            q as u32,
-                            0,
-                            2 * it as u32,
-                        ));
-                    }
-                    bin.extend_from_slice(&v.to_le_bytes());
-                    bin.extend_from_slice(&x.to_le_bytes());
-                    ctx.stats.updates_sent += 1;
-                    if bin.len() - 16 + 12 > bin_bytes {
-                        let to = ctx.rng.below(ctx.t.size());
-                        let msg = std::mem::take(bin);
-                        sent[q] += 1;
-                        ctx.stats.update_chunks_sent += 1;
-                        let limit = 2 * ctx.t.size();
-                        ctx.put(to, msg, limit)?;
-                    }
-                }
-                ctx.stats.edges_processed += (data.len() / rb) as u64;
-                Ok(())
-            };
-            ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)?;
+            // A helper reads the vertex chunks (and degrees) first.
+            let vbytes = part.vals.len() as u64 * (vs + 4 + if degrees { 4 } else { 0 });
+            ctx.board
+                .lock()
+                .expect("board")
+                .open(p, vbytes, edge_bytes[p as usize]);
+            let r = scatter_part(ctx, prog, p, &part, &act, &mut sc, true);
+            ctx.board.lock().expect("board").close();
+            r?;
         }
-        ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
-        for (q, bin) in bins.iter_mut().enumerate() {
-            if !bin.is_empty() {
-                let to = ctx.rng.below(ctx.t.size());
-                sent[q] += 1;
-                ctx.stats.update_chunks_sent += 1;
-                let limit = 2 * ctx.t.size();
-                ctx.put(to, std::mem::take(bin), limit)?;
-            }
+        help(ctx, phase, &mut |ctx, p| {
+            let part = load(ctx, prog, p, degrees)?;
+            let act = active_of(prog, &part, it);
+            scatter_part(ctx, prog, p, &part, &act, &mut sc, false)
+        })?;
+        ctx.fail_point(FailPoint::Phase(phase))?;
+        for q in 0..plan.partitions as usize {
+            sc.flush(ctx, q)?;
         }
-        drop(bins);
+        let sent = std::mem::take(&mut sc.sent);
+        drop(sc);
         ctx.drain_acks(0)?;
-        // Every update is stored: tell who received how many (the barrier).
-        let mut buf = Vec::with_capacity(sent.len() * 8);
-        for x in &sent {
-            buf.extend_from_slice(&x.to_le_bytes());
-        }
-        let all = transport::all_gather(ctx.t, &buf, &mut ctx.idle)?;
+        // Every update is stored: tell who received how many bytes (the barrier).
+        let all = transport::all_gather(ctx.t, bytemuck::cast_slice(&sent), &mut ctx.idle)?;
         let mut received = vec![0u64; plan.partitions as usize];
         for b in all {
             for (q, x) in b.chunks_exact(8).enumerate() {
@@ -750,41 +933,40 @@ fn compute<P: EdgeProgram>(
         ctx.stats.scatter_seconds += t0.elapsed().as_secs_f64();
         // Gather and apply.
         let t0 = Instant::now();
+        let phase = 2 * it as u32 + 1;
+        ctx.board.lock().expect("board").begin(phase);
         let mut totals = Vec::new();
         for &p in &mine {
             if received[p as usize] == 0 && prog.idle_without_messages() {
+                ctx.board.lock().expect("board").finish(p);
                 ctx.stats.partitions_passed_over += 1;
                 continue;
             }
             let mut part = load(ctx, prog, p, degrees)?;
             let cnt = part.vals.len();
-            let a = part.a;
             let mut acc = vec![prog.identity(); cnt];
-            let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
-                ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
-                ctx.stats.update_chunks_read += 1;
-                if !data.len().is_multiple_of(12) {
+            // A helper sends its accumulators back.
+            ctx.board
+                .lock()
+                .expect("board")
+                .open(p, 8 * cnt as u64, received[p as usize]);
+            let r = gather_part(ctx, prog, p, it, &mut acc, true);
+            let helpers = ctx.board.lock().expect("board").close();
+            r?;
+            for _ in 0..helpers {
+                let (from, m) = transport::recv(ctx.t, None, TAG_MERGE, &mut ctx.idle)?;
+                if m.len() != 4 + 8 * cnt || u32_at(&m, 0) != p {
                     return Err(DistError::Protocol(format!(
-                        "an update chunk of partition {p} holds {} bytes",
-                        data.len()
+                        "rank {from} sent {} bytes of accumulators for partition {}, {} expected for partition {p}",
+                        m.len(),
+                        u32_at(&m, 0),
+                        4 + 8 * cnt
                     )));
                 }
-                for r in data.chunks_exact(12) {
-                    let v = u32_at(r, 0) as u64;
-                    let x = u64::from_le_bytes(r[4..12].try_into().expect("8"));
-                    let i = v
-                        .checked_sub(a)
-                        .filter(|&i| i < cnt as u64)
-                        .ok_or_else(|| {
-                            DistError::Protocol(format!(
-                                "an update for vertex {v} reached partition {p}"
-                            ))
-                        })? as usize;
-                    acc[i] = prog.combine(acc[i], x);
+                for (x, y) in acc.iter_mut().zip(m[4..].chunks_exact(8)) {
+                    *x = prog.combine(*x, u64::from_le_bytes(y.try_into().expect("8")));
                 }
-                Ok(())
-            };
-            ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &mut f)?;
+            }
             let mut sums = Sums::default();
             let mut act = 0u64;
             for (i, &x) in acc.iter().enumerate() {
@@ -799,7 +981,16 @@ fn compute<P: EdgeProgram>(
             store(ctx, p, &part)?;
             totals.push((p, sums.total(), act));
         }
-        ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
+        help(ctx, phase, &mut |ctx, p| {
+            let (a, b) = plan.range(p);
+            let mut acc = vec![prog.identity(); (b - a) as usize];
+            gather_part(ctx, prog, p, it, &mut acc, false)?;
+            let mut msg = Vec::with_capacity(4 + 8 * acc.len());
+            msg.extend_from_slice(&p.to_le_bytes());
+            msg.extend_from_slice(bytemuck::cast_slice(&acc));
+            ctx.t.send(plan.master(p), TAG_MERGE, msg)
+        })?;
+        ctx.fail_point(FailPoint::Phase(phase))?;
         ctx.drain_acks(0)?;
         let (prev, a) = exchange_totals(ctx, &totals)?;
         g.prev = prev;

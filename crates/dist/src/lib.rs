@@ -20,7 +20,10 @@
 //! - [`checkpoint`]: vertex values checkpointed at barriers with a two-phase
 //!   protocol; `resume` continues from the last checkpoint every rank committed.
 //!
-//! Not built yet: work stealing between computation engines (§5.3-§5.4), ranks reading disjoint parts of the input,
+//! - [`steal`]: an engine done with its own partitions helps other masters with
+//!   theirs when the §5.4 rule says it pays (§5.3).
+//!
+//! Not built yet: ranks reading disjoint parts of the input,
 //! and the algorithms outside the edge-program model (mis, scc, mcst,
 //! conductance, belief propagation).
 
@@ -29,6 +32,7 @@ pub mod compute;
 pub mod error;
 pub mod ingest;
 pub mod layout;
+pub mod steal;
 pub mod storage;
 pub mod transport;
 
@@ -55,6 +59,8 @@ pub const TAG_RESULT: transport::Tag = 5;
 pub const TAG_INGEST: transport::Tag = 6;
 /// A rank failed: its message, to every other rank.
 pub const TAG_ABORT: transport::Tag = 7;
+/// A helper's gather accumulators, to the partition's master.
+pub const TAG_MERGE: transport::Tag = 8;
 
 /// Runs edge programs over a distributed layout on one rank; every rank runs
 /// the same program at the same time.

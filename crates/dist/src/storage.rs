@@ -16,6 +16,10 @@
 //! - `CHECKPOINT _ _ i` (from its own rank, at a barrier): copies every state
 //!   chunk held here into the checkpoint directory's `state-<i>.bin`
 //!   ([`crate::checkpoint`]); acknowledged with its length (`u64`) and CRC-32.
+//! - `STEAL p phase` (from an idle computation engine): an offer to help this
+//!   rank's computation engine with partition `p` ([`crate::steal`]), answered
+//!   from the [`Board`] it posts to: [`OK`] (accepted), [`EMPTY`] (ask no more)
+//!   or [`LATER`].
 //! - `STOP` (from its own rank): the thread ends.
 //!
 //! Every chunk read from the layout is checked against its CRC-32 from the
@@ -24,13 +28,14 @@
 
 use crate::error::{DistError, Result};
 use crate::layout::{rank_dir, RankManifest};
+use crate::steal::{Answer, Board};
 use crate::transport::{Tag, Transport};
 use crate::{TAG_ACK, TAG_RESP};
 use outcore_io::{InFile, IoError, IoStats, ReadMode, ScratchFile};
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub const GET_EDGES: u32 = 1;
@@ -41,10 +46,13 @@ pub const GET_STATE: u32 = 5;
 pub const PUT_STATE: u32 = 6;
 pub const STOP: u32 = 7;
 pub const CHECKPOINT: u32 = 8;
+pub const STEAL: u32 = 9;
 
 pub const OK: u32 = 0;
 pub const EMPTY: u32 = 1;
 pub const FAILED: u32 = 2;
+/// An offer to help came before the master reached the partition.
+pub const LATER: u32 = 3;
 
 /// A request's header.
 pub fn header(op: u32, part: u32, chunk: u32, phase: u32) -> Vec<u8> {
@@ -110,6 +118,8 @@ pub struct Storage {
     /// Degree chunks by (partition, chunk).
     degree_index: HashMap<(u32, u32), usize>,
     io: Arc<IoStats>,
+    /// What this rank's computation engine works on (work stealing).
+    pub board: Arc<Mutex<Board>>,
     pub stats: StorageStats,
 }
 
@@ -182,6 +192,7 @@ impl Storage {
             ckpt_dir,
             degree_index,
             io,
+            board: Arc::default(),
             stats: StorageStats::default(),
         })
     }
@@ -388,6 +399,15 @@ impl Storage {
                 Ok((TAG_RESP, out))
             }
             CHECKPOINT => Ok((TAG_ACK, self.checkpoint(phase as u64)?)),
+            STEAL => {
+                let answer = self.board.lock().expect("board").offer(part, phase);
+                let status = match answer {
+                    Answer::Accept => OK,
+                    Answer::No => EMPTY,
+                    Answer::Later => LATER,
+                };
+                Ok((TAG_RESP, reply(status, &[])))
+            }
             op => Err(DistError::Protocol(format!("unknown request {op}"))),
         }
     }

@@ -477,3 +477,67 @@ fn a_stopped_run_resumes_from_its_last_checkpoint() {
         );
     }
 }
+
+/// Work stealing (§5.3): with two ranks and two partitions of very different
+/// sizes (a Kronecker graph's low ids hold most edges), the rank with the small
+/// partition helps with the large one: chunks are stolen, every accepted offer
+/// is a partition helped, and the answers are the streaming engine's, as
+/// without stealing.
+#[test]
+fn idle_ranks_steal_work_and_the_answers_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 11,
+        edge_factor: 16,
+    };
+    let n = kind.vertices();
+    let inp = input(tmp.path(), kind, true);
+    let io = ingest_opts(false, n);
+    let store_dir = tmp.path().join("store");
+    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
+    let store = Store::open(&store_dir).unwrap();
+    let dir = tmp.path().join("dist");
+    let opts = DistIngestOptions {
+        memory: 64 << 20,
+        chunk_bytes: 1200,
+        vertex_chunk: 256,
+        partitions: 2,
+        seed: 8,
+        force: false,
+    };
+    dist_ingest(&inp, &dir, 2, &opts, &io);
+    let mut stolen = 0;
+    for algo in [Algo::PageRank, Algo::Sssp, Algo::Spmv] {
+        let p = Params {
+            root: 1,
+            iterations: (algo != Algo::Sssp).then_some(6),
+            ..Default::default()
+        };
+        let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+        let want = run(&mut e, algo, &p).unwrap();
+        for steal in [true, false] {
+            let cfg = DistConfig {
+                steal,
+                ..DistConfig::new(64 << 20)
+            };
+            let what = format!("{} steal {steal}", algo.name());
+            let res: Vec<_> = dist_try(&dir, 2, algo, &p, &cfg)
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
+                .collect();
+            let helped: u64 = res.iter().map(|r| r.1.partitions_helped).sum();
+            let accepted: u64 = res.iter().map(|r| r.1.helpers_accepted).sum();
+            let chunks: u64 = res.iter().map(|r| r.1.stolen_chunks).sum();
+            assert_eq!(helped, accepted, "{what}");
+            if steal {
+                stolen += chunks;
+            } else {
+                assert_eq!(chunks + helped, 0, "{what}");
+            }
+            let got = &res[0].0;
+            same(&got.output, &want.output, &what);
+            assert_eq!(got.summary, want.summary, "{what}");
+        }
+    }
+    assert!(stolen > 0, "no chunk was stolen");
+}
