@@ -1,6 +1,9 @@
 //! The distributed engine under `mpirun` with 1, 2 and 4 ranks on this machine:
 //! `outcore dist ingest` then `outcore dist run` must write the same result file
-//! as `outcore run` (integers byte for byte, floats within 1e-12 relative).
+//! as `outcore run` (integers byte for byte, floats within 1e-12 relative); a
+//! rank stopped or SIGKILLed mid-run is resumed with `--resume`; and ranks on
+//! separate test hosts (network namespaces with their own disks, launched by
+//! OpenMPI through an rsh agent, over TCP) share no filesystem.
 //!
 //! OpenMPI is installed here when it is missing (Debian's packages, as root), and
 //! the binary is built with `--features dist` into its own target directory
@@ -412,4 +415,294 @@ fn a_killed_rank_resumes_under_mpirun() {
         &d.join("pr.txt"),
         "pagerank after SIGKILL",
     );
+}
+
+/// The rsh agent OpenMPI launches its daemons with: `agent HOST COMMAND...` runs
+/// COMMAND in host HOST's network namespace, with a hostname of its own and a
+/// mount namespace in which `T/mnt` is its own disk `T/disks/HOST` and every
+/// other disk is hidden.
+const AGENT: &str = r#"#!/bin/sh
+host=$1; shift
+T=$(dirname "$(realpath "$0")")
+exec ip netns exec "$(cat "$T/prefix")$host" unshare --mount --uts --propagation private sh -c '
+  hostname "$1"; T=$2; shift 2
+  mount --bind "$T/disks/$(hostname)" "$T/mnt" && mount -t tmpfs none "$T/disks" && exec sh -c "$*"' sh "$host" "$T" "$@"
+"#;
+
+/// Test hosts on this machine: network namespaces on a bridge, each with its
+/// own address; removed on drop.
+struct Hosts {
+    prefix: String,
+    bridge: String,
+    names: Vec<String>,
+}
+
+fn ip(args: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("ip {args}")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl Hosts {
+    /// `n` hosts named h0.. on subnet 10.77.S.0/24; `None` when this machine
+    /// does not let us make network namespaces.
+    fn new(n: usize) -> Option<Hosts> {
+        let id = std::process::id() % 10000;
+        let prefix = format!("oc{id}");
+        let hosts = Hosts {
+            bridge: format!("{prefix}br"),
+            names: (0..n).map(|i| format!("h{i}")).collect(),
+            prefix,
+        };
+        let s = 1 + id % 250;
+        if !ip(&format!(
+            "link add {b} type bridge && ip link set {b} up && ip addr add 10.77.{s}.1/24 dev {b}",
+            b = hosts.bridge
+        )) {
+            return None;
+        }
+        for (i, h) in hosts.names.iter().enumerate() {
+            let (ns, a, b) = (
+                format!("{}{h}", hosts.prefix),
+                format!("{}{h}a", hosts.prefix),
+                format!("{}{h}b", hosts.prefix),
+            );
+            if !ip(&format!(
+                "netns add {ns} && ip link add {a} type veth peer name {b} && ip link set {b} netns {ns} \
+                 && ip link set {a} master {br} up && ip netns exec {ns} ip addr add 10.77.{s}.{addr}/24 dev {b} \
+                 && ip netns exec {ns} ip link set {b} up && ip netns exec {ns} ip link set lo up",
+                br = hosts.bridge,
+                addr = i + 2
+            )) {
+                return None;
+            }
+        }
+        Some(hosts)
+    }
+
+    fn subnet(&self) -> String {
+        let id: u32 = self.prefix[2..].parse().unwrap();
+        format!("10.77.{}.0/24", 1 + id % 250)
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for h in &self.names {
+            ip(&format!("link del {}{h}a 2>/dev/null", self.prefix));
+            ip(&format!("netns del {}{h} 2>/dev/null", self.prefix));
+        }
+        ip(&format!("link del {} 2>/dev/null", self.bridge));
+    }
+}
+
+/// Ranks on separate test hosts (network namespaces joined by a bridge, each
+/// seeing only its own disk), OpenMPI launching into them through an rsh agent
+/// and talking TCP: dist ingest writes rank K's directory on host K's disk
+/// only, dist run gives `outcore run`'s answer, and a rank stopped mid-run is
+/// resumed from the checkpoints on each host's own disk. Nothing may assume a
+/// shared filesystem or one host.
+#[test]
+fn ranks_on_separate_hosts_share_no_filesystem() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root || !have("ip") || !have("unshare") {
+        eprintln!("SKIPPED: test hosts need root, ip (iproute2) and unshare (util-linux)");
+        return;
+    }
+    let bin = dist_binary();
+    let Some(hosts) = Hosts::new(2) else {
+        eprintln!("SKIPPED: this machine does not allow network namespaces, bridges or veth pairs");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    for h in &hosts.names {
+        std::fs::create_dir_all(t.join("disks").join(h)).unwrap();
+    }
+    std::fs::create_dir_all(t.join("mnt")).unwrap();
+    std::fs::create_dir_all(t.join("ref")).unwrap();
+    std::fs::write(t.join("prefix"), &hosts.prefix).unwrap();
+    let agent = t.join("agent");
+    std::fs::write(&agent, AGENT).unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x"])
+        .arg(&agent)
+        .status()
+        .unwrap();
+    std::fs::write(
+        t.join("hostfile"),
+        hosts
+            .names
+            .iter()
+            .map(|h| format!("{h} slots=1\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(&bin)
+            .args(args)
+            .current_dir(t.join("ref"))
+            .output()
+            .unwrap();
+        ok(o, &args.join(" "))
+    };
+    // The input lives on host 0's disk only; the references are made here.
+    let input = t.join("disks/h0/g.bin32w");
+    run(&[
+        "generate",
+        "kronecker",
+        "--scale",
+        "11",
+        "--edge-factor",
+        "8",
+        "--weighted",
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    run(&[
+        "ingest",
+        input.to_str().unwrap(),
+        "-o",
+        "s",
+        "--vertices",
+        "2048",
+    ]);
+    run(&["run", "sssp", "s", "--root", "0", "--out", "sssp.txt"]);
+    run(&[
+        "run",
+        "pagerank",
+        "s",
+        "--iterations",
+        "10",
+        "--out",
+        "pr.txt",
+    ]);
+    let subnet = hosts.subnet();
+    let mnt = t.join("mnt");
+    let m = |p: &str| mnt.join(p).to_str().unwrap().to_string();
+    let mpirun_hosts = |args: &[String], fail: Option<&str>| {
+        let mut c = Command::new("mpirun");
+        c.args(["-np", "2", "--hostfile"])
+            .arg(t.join("hostfile"))
+            .args(["--mca", "plm_rsh_agent"])
+            .arg(&agent)
+            .args(["--mca", "oob_tcp_if_include", &subnet])
+            .args(["--mca", "btl_tcp_if_include", &subnet])
+            .args(["--mca", "btl", "self,tcp"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        if let Some(f) = fail {
+            c.env("OUTCORE_DIST_FAIL", f)
+                .args(["-x", "OUTCORE_DIST_FAIL"]);
+        }
+        c.arg(&bin).args(args).current_dir(&t);
+        let mut child = c
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A hang fails the test instead of blocking it.
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs() > 180 {
+                let _ = child.kill();
+                panic!("mpirun {args:?} across hosts ran past 180 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let o = mpirun_hosts(
+        &s(&[
+            "dist",
+            "ingest",
+            &m("g.bin32w"),
+            "-o",
+            &m("store"),
+            "--vertices",
+            "2048",
+            "--chunk-size",
+            "16K",
+            "--partitions",
+            "4",
+        ]),
+        None,
+    );
+    ok(o, "dist ingest across hosts");
+    // Each host's disk holds its own rank's directory and no other.
+    for (k, h) in hosts.names.iter().enumerate() {
+        let names: Vec<String> = std::fs::read_dir(t.join("disks").join(h).join("store"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![format!("rank-{k}")], "host {h}");
+    }
+    assert!(
+        !t.join("mnt/store").exists(),
+        "nothing was written outside the hosts' disks"
+    );
+    let o = mpirun_hosts(
+        &s(&[
+            "dist",
+            "run",
+            "sssp",
+            &m("store"),
+            "--root",
+            "0",
+            "--out",
+            &m("sssp.txt"),
+        ]),
+        None,
+    );
+    ok(o, "dist run sssp across hosts");
+    assert_eq!(
+        std::fs::read(t.join("ref/sssp.txt")).unwrap(),
+        std::fs::read(t.join("disks/h0/sssp.txt")).unwrap(),
+        "sssp across hosts"
+    );
+    // Rank 1 (on host 1) stops in the gather of iteration 5; every host resumes
+    // from the checkpoint of iteration 4 on its own disk.
+    let pr = |resume: bool| {
+        let mut a = s(&[
+            "dist",
+            "run",
+            "pagerank",
+            &m("store"),
+            "--iterations",
+            "10",
+            "--checkpoint-every",
+            "2",
+            "--out",
+            &m("pr.txt"),
+        ]);
+        if resume {
+            a.push("--resume".into());
+        }
+        a
+    };
+    let o = mpirun_hosts(&pr(false), Some("1:11"));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("rank 1: stopping at Phase(11)"), "{err}");
+    for (k, h) in hosts.names.iter().enumerate() {
+        let rec = t
+            .join("disks")
+            .join(h)
+            .join(format!("store/rank-{k}/checkpoint/checkpoint.json"));
+        assert!(rec.exists(), "no checkpoint on host {h}");
+    }
+    let o = mpirun_hosts(&pr(true), None);
+    let err = ok(o, "dist run --resume across hosts");
+    assert!(err.contains("(resumed after iteration 4)"), "{err}");
+    close(
+        &t.join("ref/pr.txt"),
+        &t.join("disks/h0/pr.txt"),
+        "pagerank resumed across hosts",
+    );
+    drop(hosts);
 }
