@@ -116,6 +116,10 @@ pub struct RankStats {
     pub resumed_from: Option<u64>,
     pub checkpoints: u64,
     pub checkpoint_seconds: f64,
+    /// Chunk requests (edges, updates) this engine made, and the seconds from
+    /// each request to its reply, summed (§6.5's R_storage + R_network).
+    pub chunk_requests: u64,
+    pub request_seconds: f64,
     /// Chunks this engine processed of partitions other ranks master.
     pub stolen_chunks: u64,
     /// Partitions of other masters this engine helped with, offers it made,
@@ -215,6 +219,7 @@ impl Ctx<'_> {
         let n = self.t.size();
         let mut live: Vec<usize> = (0..n).collect();
         let mut asked = vec![false; n];
+        let mut sent_at = vec![Instant::now(); n];
         let mut outstanding = 0usize;
         loop {
             while outstanding < self.window {
@@ -224,6 +229,7 @@ impl Ctx<'_> {
                 }
                 let r = idle[self.rng.below(idle.len())];
                 self.t.send(r, TAG_REQ, header(op, p, 0, phase))?;
+                sent_at[r] = Instant::now();
                 asked[r] = true;
                 outstanding += 1;
             }
@@ -238,6 +244,8 @@ impl Ctx<'_> {
             }
             asked[r] = false;
             outstanding -= 1;
+            self.stats.chunk_requests += 1;
+            self.stats.request_seconds += sent_at[r].elapsed().as_secs_f64();
             if status == storage::EMPTY {
                 live.retain(|&x| x != r);
             } else {

@@ -86,6 +86,10 @@ pub struct StorageStats {
     pub bytes_written: u64,
     /// Seconds spent waiting for requests.
     pub idle_seconds: f64,
+    /// Chunk requests (edges, updates) served, and the seconds spent serving
+    /// them (§6.5's R_storage, summed).
+    pub chunk_requests: u64,
+    pub chunk_serve_seconds: f64,
 }
 
 /// A file of update chunks for one partition.
@@ -257,10 +261,15 @@ impl Storage {
                 break;
             }
             self.stats.requests += 1;
+            let t0 = std::time::Instant::now();
             let (tag, out) = match self.handle(op, &msg) {
                 Ok(x) => x,
                 Err(e) => (TAG_RESP, reply(FAILED, e.to_string().as_bytes())),
             };
+            if op == GET_EDGES || op == GET_UPDATES {
+                self.stats.chunk_requests += 1;
+                self.stats.chunk_serve_seconds += t0.elapsed().as_secs_f64();
+            }
             t.send(from, tag, out)?;
         }
         self.stats.idle_seconds = idle.as_secs_f64();
