@@ -54,6 +54,10 @@ pub struct DistIngestArgs {
     /// Streaming partitions (a multiple of the rank count; default: the smallest that fits).
     #[arg(long)]
     pub partitions: Option<u32>,
+    /// Vertices per vertex chunk (the unit vertex values are placed, read and
+    /// written in).
+    #[arg(long, default_value_t = 65536)]
+    pub vertex_chunk: u64,
     /// Seed of the random chunk placement.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -169,7 +173,7 @@ mod with_mpi {
         let opts = DistIngestOptions {
             memory: a.memory,
             chunk_bytes: a.chunk_size,
-            vertex_chunk: 0,
+            vertex_chunk: a.vertex_chunk,
             partitions: a.partitions.unwrap_or(0),
             seed: a.seed,
             force: a.force,

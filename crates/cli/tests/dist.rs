@@ -242,6 +242,65 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
             }
         }
     }
+    // Results larger than MPI's eager limit (8 KiB chunks of f64) in more
+    // chunks than a thread keeps in flight, while rank 0 still needs replies
+    // from rank 1's storage engine: a deadlock when replies waited behind the
+    // computation engine's sends.
+    run(&["generate", "kronecker", "--scale", "14", "-o", "h.bin32"]);
+    run(&["ingest", "h.bin32", "-o", "h", "--vertices", "16384"]);
+    run(&[
+        "run",
+        "pagerank",
+        "h",
+        "--iterations",
+        "2",
+        "--out",
+        "ref-h.txt",
+    ]);
+    ok(
+        mpirun(
+            2,
+            &bin,
+            &[
+                "dist",
+                "ingest",
+                "h.bin32",
+                "-o",
+                "hd",
+                "--vertices",
+                "16384",
+                "--partitions",
+                "2",
+                "--vertex-chunk",
+                "1024",
+            ],
+            d,
+        ),
+        "dist ingest --vertex-chunk 1024",
+    );
+    ok(
+        mpirun(
+            2,
+            &bin,
+            &[
+                "dist",
+                "run",
+                "pagerank",
+                "hd",
+                "--iterations",
+                "2",
+                "--out",
+                "hd.txt",
+            ],
+            d,
+        ),
+        "dist run with 8 result chunks of 8 KiB per rank",
+    );
+    close(
+        &d.join("ref-h.txt"),
+        &d.join("hd.txt"),
+        "pagerank, 8 KiB result chunks",
+    );
     // A store made for 2 ranks refuses 4, on every rank, with a clear message.
     let o = mpirun(4, &bin, &["dist", "run", "bfs", "d2s", "--root", "0"], d);
     assert!(!o.status.success());

@@ -270,7 +270,7 @@ impl Storage {
                 self.stats.chunk_requests += 1;
                 self.stats.chunk_serve_seconds += t0.elapsed().as_secs_f64();
             }
-            t.send(from, tag, out)?;
+            t.reply(from, tag, out)?;
         }
         self.stats.idle_seconds = idle.as_secs_f64();
         let io = self.io.snapshot();

@@ -6,11 +6,15 @@
 //! - Messages from one rank to another with the same tag arrive in the order they
 //!   were sent (MPI's non-overtaking rule).
 //! - `send` never waits for the receiver to post a receive: it hands the buffer to
-//!   the transport and returns once fewer than [`MAX_IN_FLIGHT`] of this rank's
-//!   sends are incomplete. The storage engines reply with `send` while the
-//!   computation engines send requests with it, so neither side can block on the
-//!   other (a blocking send of a reply to a rank that is itself blocked sending a
-//!   request to us would deadlock).
+//!   the transport and returns once fewer than [`MAX_IN_FLIGHT`] of the calling
+//!   thread's sends are incomplete. The storage engines answer with `reply`,
+//!   which never waits (the protocol bounds the replies in flight: one chunk
+//!   request per computation engine and storage engine, one vertex chunk, one
+//!   offer). So a storage engine never blocks behind its own rank's computation
+//!   engine sending results to a rank that is itself waiting for one of its
+//!   replies, nor behind a computation engine that is blocked sending it puts —
+//!   either would deadlock once messages are large enough for MPI's rendezvous
+//!   protocol.
 //! - Receives poll ([`Transport::try_recv`]) with a short sleep between polls
 //!   ([`recv`]): both threads of a rank wait without spinning a core, which
 //!   matters when ranks share a machine.
@@ -33,6 +37,11 @@ pub trait Transport: Send + Sync {
     fn size(&self) -> usize;
     /// Hands `data` to the transport for rank `to` (see the module docs).
     fn send(&self, to: usize, tag: Tag, data: Vec<u8>) -> Result<()>;
+    /// Like `send`, but never waits for earlier sends to complete (the storage
+    /// engines' replies; see the module docs).
+    fn reply(&self, to: usize, tag: Tag, data: Vec<u8>) -> Result<()> {
+        self.send(to, tag, data)
+    }
     /// A message with `tag` from `from` (any rank when `None`), if one arrived.
     fn try_recv(&self, from: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>>;
     /// Stops every rank (a rank that cannot go on must not leave the others waiting).
@@ -207,6 +216,8 @@ pub mod mpi_transport {
     struct Pending {
         req: Request<'static, [u8], StaticScope>,
         buf: *mut [u8],
+        /// The thread that sent it: each thread waits only for its own sends.
+        owner: std::thread::ThreadId,
     }
     // SAFETY: with MPI_THREAD_MULTIPLE any thread may test a request; the buffer is
     // owned by this entry alone (leaked from a Box in `send`, reclaimed only after
@@ -272,10 +283,61 @@ pub mod mpi_transport {
                         // buffer; it was leaked from a Box in `send` and is freed once.
                         drop(unsafe { Box::from_raw(p.buf) });
                     }
-                    Err(req) => pending.push(Pending { req, buf: p.buf }),
+                    Err(req) => pending.push(Pending {
+                        req,
+                        buf: p.buf,
+                        owner: p.owner,
+                    }),
                 }
             }
             pending.len()
+        }
+
+        /// Hands `data` to MPI; with `wait`, returns once fewer than
+        /// [`MAX_IN_FLIGHT`] of the calling thread's sends are incomplete.
+        fn post(&self, to: usize, tag: Tag, data: Vec<u8>, wait: bool) -> Result<()> {
+            if data.len() > i32::MAX as usize {
+                return Err(DistError::Protocol(format!(
+                    "a message of {} bytes is larger than MPI can send at once",
+                    data.len()
+                )));
+            }
+            self.sent.fetch_add(data.len() as u64, Ordering::Relaxed);
+            let buf: &'static mut [u8] = Box::leak(data.into_boxed_slice());
+            let ptr: *mut [u8] = buf;
+            // SAFETY: `ptr` came from the leak just above and is not freed until the
+            // request completes (`progress`), so the 'static borrow MPI reads through
+            // stays valid; nothing writes to it meanwhile.
+            let shared: &'static [u8] = unsafe { &*ptr };
+            let req = self
+                .comm
+                .0
+                .process_at_rank(to as i32)
+                .immediate_send_with_tag(StaticScope, shared, tag);
+            let mut pending = self.pending.lock().expect("pending");
+            pending.push(Pending {
+                req,
+                buf: ptr,
+                owner: std::thread::current().id(),
+            });
+            // Only this thread's own sends count: the storage engine's replies
+            // must never wait behind the computation engine's sends to a rank
+            // that is itself waiting for such a reply.
+            while {
+                self.progress(&mut pending);
+                wait && Self::mine(&pending) >= MAX_IN_FLIGHT
+            } {
+                drop(pending);
+                std::thread::sleep(Duration::from_micros(30));
+                pending = self.pending.lock().expect("pending");
+            }
+            Ok(())
+        }
+
+        /// Incomplete sends of the calling thread.
+        fn mine(pending: &[Pending]) -> usize {
+            let me = std::thread::current().id();
+            pending.iter().filter(|p| p.owner == me).count()
         }
 
         /// Waits for every send of this rank to complete.
@@ -304,32 +366,10 @@ pub mod mpi_transport {
             self.size
         }
         fn send(&self, to: usize, tag: Tag, data: Vec<u8>) -> Result<()> {
-            if data.len() > i32::MAX as usize {
-                return Err(DistError::Protocol(format!(
-                    "a message of {} bytes is larger than MPI can send at once",
-                    data.len()
-                )));
-            }
-            self.sent.fetch_add(data.len() as u64, Ordering::Relaxed);
-            let buf: &'static mut [u8] = Box::leak(data.into_boxed_slice());
-            let ptr: *mut [u8] = buf;
-            // SAFETY: `ptr` came from the leak just above and is not freed until the
-            // request completes (`progress`), so the 'static borrow MPI reads through
-            // stays valid; nothing writes to it meanwhile.
-            let shared: &'static [u8] = unsafe { &*ptr };
-            let req = self
-                .comm
-                .0
-                .process_at_rank(to as i32)
-                .immediate_send_with_tag(StaticScope, shared, tag);
-            let mut pending = self.pending.lock().expect("pending");
-            pending.push(Pending { req, buf: ptr });
-            while self.progress(&mut pending) >= MAX_IN_FLIGHT {
-                drop(pending);
-                std::thread::sleep(Duration::from_micros(30));
-                pending = self.pending.lock().expect("pending");
-            }
-            Ok(())
+            self.post(to, tag, data, true)
+        }
+        fn reply(&self, to: usize, tag: Tag, data: Vec<u8>) -> Result<()> {
+            self.post(to, tag, data, false)
         }
         fn try_recv(&self, from: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>> {
             {
