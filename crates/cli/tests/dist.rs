@@ -131,19 +131,22 @@ fn close(a: &Path, b: &Path, what: &str) {
     }
 }
 
+/// Runs `outcore ARGS` in `dir`; its stderr.
+fn outcore(bin: &Path, dir: &Path, args: &[&str]) -> String {
+    let o = Command::new(bin)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    ok(o, &args.join(" "))
+}
+
 #[test]
 fn one_two_and_four_ranks_agree_with_outcore_run() {
     let bin = dist_binary();
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let run = |args: &[&str]| {
-        let o = Command::new(&bin)
-            .args(args)
-            .current_dir(d)
-            .output()
-            .unwrap();
-        ok(o, &args.join(" "))
-    };
+    let run = |args: &[&str]| outcore(&bin, d, args);
     run(&[
         "generate",
         "kronecker",
@@ -330,14 +333,7 @@ fn a_killed_rank_resumes_under_mpirun() {
     let bin = dist_binary();
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let run = |args: &[&str]| {
-        let o = Command::new(&bin)
-            .args(args)
-            .current_dir(d)
-            .output()
-            .unwrap();
-        ok(o, &args.join(" "))
-    };
+    let run = |args: &[&str]| outcore(&bin, d, args);
     run(&[
         "generate",
         "kronecker",
@@ -601,14 +597,7 @@ fn ranks_on_separate_hosts_share_no_filesystem() {
             .collect::<String>(),
     )
     .unwrap();
-    let run = |args: &[&str]| {
-        let o = Command::new(&bin)
-            .args(args)
-            .current_dir(t.join("ref"))
-            .output()
-            .unwrap();
-        ok(o, &args.join(" "))
-    };
+    let run = |args: &[&str]| outcore(&bin, &t.join("ref"), args);
     // The input lives on host 0's disk only; the references are made here.
     let input = t.join("disks/h0/g.bin32w");
     run(&[

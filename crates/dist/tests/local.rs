@@ -324,6 +324,36 @@ fn a_damaged_chunk_is_refused_by_name() {
     assert!(e.contains("made for 2 ranks"), "{e}");
 }
 
+/// A weighted directed Kronecker graph under `tmp`: its store, and its layout
+/// over 2 ranks (`chunk` bytes per edge chunk, `vchunk` vertices per vertex
+/// chunk, `partitions`); and its vertex count.
+fn kronecker_pair(
+    tmp: &Path,
+    scale: u32,
+    edge_factor: u64,
+    chunk: u64,
+    vchunk: u64,
+    partitions: u32,
+) -> (Store, PathBuf, u64) {
+    let kind = GenKind::Kronecker { scale, edge_factor };
+    let n = kind.vertices();
+    let inp = input(tmp, kind, true);
+    let io = ingest_opts(false, n);
+    let store_dir = tmp.join("store");
+    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
+    let dir = tmp.join("dist");
+    let opts = DistIngestOptions {
+        memory: 64 << 20,
+        chunk_bytes: chunk,
+        vertex_chunk: vchunk,
+        partitions,
+        seed: 4,
+        force: false,
+    };
+    dist_ingest(&inp, &dir, 2, &opts, &io);
+    (Store::open(&store_dir).unwrap(), dir, n)
+}
+
 /// A run stopped by a failing rank at a moment of the run, then resumed: the
 /// same answer as the streaming engine, resumed from the last checkpoint every
 /// rank committed. Moments: inside scatter and gather phases on either rank,
@@ -332,27 +362,8 @@ fn a_damaged_chunk_is_refused_by_name() {
 #[test]
 fn a_stopped_run_resumes_from_its_last_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
-    let kind = GenKind::Kronecker {
-        scale: 9,
-        edge_factor: 8,
-    };
-    let n = kind.vertices();
-    let inp = input(tmp.path(), kind, true);
-    let io = ingest_opts(false, n);
-    let store_dir = tmp.path().join("store");
-    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
-    let store = Store::open(&store_dir).unwrap();
     let ranks = 2;
-    let dir = tmp.path().join("dist");
-    let opts = DistIngestOptions {
-        memory: 64 << 20,
-        chunk_bytes: 2048,
-        vertex_chunk: 50,
-        partitions: 4,
-        seed: 4,
-        force: false,
-    };
-    dist_ingest(&inp, &dir, ranks, &opts, &io);
+    let (store, dir, n) = kronecker_pair(tmp.path(), 9, 8, 2048, 50, 4);
     let fail = |rank, point| FailAt {
         rank,
         point,
@@ -478,34 +489,14 @@ fn a_stopped_run_resumes_from_its_last_checkpoint() {
     }
 }
 
-/// Work stealing (§5.3): with two ranks and two partitions of very different
-/// sizes (a Kronecker graph's low ids hold most edges), the rank with the small
-/// partition helps with the large one: chunks are stolen, every accepted offer
-/// is a partition helped, and the answers are the streaming engine's, as
-/// without stealing.
+/// Work stealing (§5.3): with two ranks, two partitions and small chunks, the
+/// rank done first helps with the other's partition: chunks are stolen, every
+/// accepted offer is a partition helped, and the answers are the streaming
+/// engine's, as without stealing.
 #[test]
 fn idle_ranks_steal_work_and_the_answers_hold() {
     let tmp = tempfile::tempdir().unwrap();
-    let kind = GenKind::Kronecker {
-        scale: 11,
-        edge_factor: 16,
-    };
-    let n = kind.vertices();
-    let inp = input(tmp.path(), kind, true);
-    let io = ingest_opts(false, n);
-    let store_dir = tmp.path().join("store");
-    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
-    let store = Store::open(&store_dir).unwrap();
-    let dir = tmp.path().join("dist");
-    let opts = DistIngestOptions {
-        memory: 64 << 20,
-        chunk_bytes: 1200,
-        vertex_chunk: 256,
-        partitions: 2,
-        seed: 8,
-        force: false,
-    };
-    dist_ingest(&inp, &dir, 2, &opts, &io);
+    let (store, dir, _) = kronecker_pair(tmp.path(), 11, 16, 1200, 256, 2);
     let mut stolen = 0;
     for algo in [Algo::PageRank, Algo::Sssp, Algo::Spmv] {
         let p = Params {
