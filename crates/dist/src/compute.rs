@@ -130,6 +130,13 @@ pub struct RankStats {
     pub storage: StorageStats,
 }
 
+/// §6.5's window amplification φ (equation 1: `1 + R_network / R_storage`)
+/// used unless `--window` says otherwise: a request spends about as long
+/// travelling and waiting for its engine as being served (measured by the dist
+/// benchmark), and two requests per engine let a storage engine read the next
+/// chunk while the last one is processed.
+pub const AMPLIFICATION: usize = 2;
+
 /// The smallest batch factor `k` keeping `m` storage engines busy with
 /// probability at least `target` (§6.5, equation 2: `1 - (1 - k/m)^m`).
 pub fn batch_factor(m: usize, target: f64) -> usize {
@@ -207,8 +214,10 @@ impl Ctx<'_> {
     }
 
     /// Streams every chunk of partition `p` (`GET_EDGES` / `GET_UPDATES`) in
-    /// `phase` through `f`, with `window` requests outstanding at distinct
-    /// random storage engines; done when every engine said it has none left.
+    /// `phase` through `f`, with `window` requests outstanding at random
+    /// storage engines, spread over them (an engine with fewer outstanding is
+    /// asked first; one with several reads the next chunk while this engine
+    /// processes the last); done when every engine said it has none left.
     fn stream(
         &mut self,
         op: u32,
@@ -217,37 +226,35 @@ impl Ctx<'_> {
         f: &mut dyn FnMut(&mut Self, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let n = self.t.size();
-        let mut live: Vec<usize> = (0..n).collect();
-        let mut asked = vec![false; n];
-        let mut sent_at = vec![Instant::now(); n];
+        let mut live = vec![true; n];
+        let mut asked: Vec<std::collections::VecDeque<Instant>> = vec![Default::default(); n];
         let mut outstanding = 0usize;
         loop {
             while outstanding < self.window {
-                let idle: Vec<usize> = live.iter().copied().filter(|&r| !asked[r]).collect();
-                if idle.is_empty() {
-                    break;
-                }
+                let least = (0..n).filter(|&r| live[r]).map(|r| asked[r].len()).min();
+                let Some(least) = least else { break };
+                let idle: Vec<usize> = (0..n)
+                    .filter(|&r| live[r] && asked[r].len() == least)
+                    .collect();
                 let r = idle[self.rng.below(idle.len())];
                 self.t.send(r, TAG_REQ, header(op, p, 0, phase))?;
-                sent_at[r] = Instant::now();
-                asked[r] = true;
+                asked[r].push_back(Instant::now());
                 outstanding += 1;
             }
             if outstanding == 0 {
                 return Ok(());
             }
             let (r, status, data) = self.await_reply(None, TAG_RESP)?;
-            if !asked[r] {
+            let Some(at) = asked[r].pop_front() else {
                 return Err(DistError::Protocol(format!(
                     "an unasked reply from rank {r}"
                 )));
-            }
-            asked[r] = false;
+            };
             outstanding -= 1;
             self.stats.chunk_requests += 1;
-            self.stats.request_seconds += sent_at[r].elapsed().as_secs_f64();
+            self.stats.request_seconds += at.elapsed().as_secs_f64();
             if status == storage::EMPTY {
-                live.retain(|&x| x != r);
+                live[r] = false;
             } else {
                 f(self, &data)?;
             }
@@ -424,9 +431,9 @@ pub fn run<P: EdgeProgram>(
         crate::ingest::agree(t, r.as_ref().err(), &mut idle)?;
     }
     let window = if cfg.window > 0 {
-        cfg.window.min(t.size())
+        cfg.window
     } else {
-        batch_factor(t.size(), 0.99)
+        AMPLIFICATION * batch_factor(t.size(), 0.99)
     };
     let mut ctx = Ctx {
         t,
@@ -743,14 +750,14 @@ fn scatter_part<P: EdgeProgram>(
             } else {
                 1.0
             };
-            let x = prog
-                .edge(msgs[i], u, w)
-                .ok_or(DistError::Engine(EngineError::BadEdge {
+            let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
+                DistError::Engine(EngineError::BadEdge {
                     program: prog.name(),
                     u,
                     v,
                     w,
-                }))?;
+                })
+            })?;
             sc.push(ctx, plan.partition_of(v) as usize, v, x)?;
         }
         ctx.stats.edges_processed += (data.len() / rb) as u64;

@@ -71,6 +71,7 @@ pub fn reply(status: u32, payload: &[u8]) -> Vec<u8> {
     v
 }
 
+#[inline]
 pub(crate) fn u32_at(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
 }
