@@ -127,7 +127,7 @@ _RUN_OPTIONS = """
 
 def _with_run_options(cls):
     for name in ("run", "bfs", "sssp", "wcc", "wcc_lp", "mis", "mis_luby", "pagerank",
-                 "pagerank_delta", "spmv", "diam", "bc", "apsp"):
+                 "pagerank_delta", "spmv", "conductance", "diam", "bc", "apsp"):
         fn = getattr(cls, name)
         fn.__doc__ = (fn.__doc__ or "").rstrip() + _RUN_OPTIONS
     return cls
@@ -257,6 +257,12 @@ class Store:
     def spmv(self, *, iterations: int = 1, progress: Any = None, **options: Any) -> Result:
         """Sparse matrix-vector product x <- A^T x from x = 1, ``iterations`` times."""
         return self.run("spmv", progress, iterations=iterations, **options)
+
+    def conductance(self, *, seed: int = 1, progress: Any = None, **options: Any) -> Result:
+        """Conductance of the vertex set a seed draws at random: values are 1 for
+        its members; ``result.summary`` holds the conductance, the cut and both
+        out-degree volumes."""
+        return self.run("conductance", progress, seed=seed, **options)
 
     def diam(self, *, rounds: int = 2, progress: Any = None, **options: Any) -> Result:
         """A lower bound of the diameter by repeated BFS sweeps (vertex engine);

@@ -138,6 +138,18 @@ def test_bc_and_diam_and_apsp_against_networkx(work):
     assert len(ap) == 300 and ap.stats["sources"]
 
 
+def test_conductance_against_networkx(work):
+    G = nx.gnm_random_graph(400, 2400, seed=9, directed=True)
+    s = outcore.ingest(G, work / "cond.store", progress=False)
+    r = s.conductance(seed=5, progress=False)
+    d = r.to_dict()
+    members = {k for k in G if d[k] == 1}
+    rest = set(G) - members
+    assert members and rest
+    want = nx.conductance(G, members, rest)
+    assert r.summary.startswith(f"conductance {want:.12f} (cut {nx.cut_size(G, members, rest)} edges")
+
+
 def test_spmv_and_jobs_match_numpy_and_scipy(work):
     path = outcore.generate("kronecker", work / "k10.bin32w", scale=10, edge_factor=8, weighted=True,
                             force=True, progress=False)

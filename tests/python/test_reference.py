@@ -7,6 +7,7 @@ which installs the packages into a virtual environment under target/.
 """
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -251,6 +252,27 @@ def test_pagerank_matches_networkx(name, work):
     assert all(len(x.split("e")[0].replace(".", "").lstrip("-")) == 15 for x in vals[:50])
     pr = ldbc_pagerank(g.matrix(), 10)  # no parallel edges in these two graphs
     assert np.allclose(got10, pr, rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("name", ["facebook", "wiki"])
+def test_conductance_matches_networkx(name, work):
+    g, store = graph(name, work)
+    out = work / f"{name}.cond"
+    r = outcore("run", "conductance", store, "--seed", 11, "--out", out, "--verify")
+    _, vals = read_result(out)
+    members = {i for i, x in enumerate(vals) if int(x) == 1}
+    assert 0 < len(members) < g.n
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.n))
+    G.add_edges_from(zip(g.u.tolist(), g.v.tolist()))
+    m = re.search(r"conductance ([0-9.]+) \(cut (\d+) edges, volumes (\d+) / (\d+)\)", r.stderr)
+    assert m, r.stderr
+    rest = set(range(g.n)) - members
+    assert int(m.group(2)) == nx.cut_size(G, members, rest)
+    assert int(m.group(3)) == nx.volume(G, members)
+    assert int(m.group(4)) == nx.volume(G, rest)
+    want = nx.conductance(G, members, rest)
+    assert abs(float(m.group(1)) - want) <= 1e-11 * want
 
 
 @pytest.mark.parametrize("name", ["ny", "lux", "facebook", "kron"])

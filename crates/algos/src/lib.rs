@@ -66,10 +66,11 @@ pub enum Algo {
     PageRank,
     PageRankDelta,
     Spmv,
+    Conductance,
 }
 
 impl Algo {
-    pub const ALL: [Algo; 9] = [
+    pub const ALL: [Algo; 10] = [
         Algo::Bfs,
         Algo::Sssp,
         Algo::Wcc,
@@ -79,6 +80,7 @@ impl Algo {
         Algo::PageRank,
         Algo::PageRankDelta,
         Algo::Spmv,
+        Algo::Conductance,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +93,7 @@ impl Algo {
             Algo::PageRank => "pagerank",
             Algo::PageRankDelta => "pagerank-delta",
             Algo::Spmv => "spmv",
+            Algo::Conductance => "conductance",
         }
     }
     pub fn from_name(s: &str) -> Option<Algo> {
@@ -128,6 +131,7 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
             cap,
         }),
         Algo::Spmv => program(&Spmv { iterations: 1 }),
+        Algo::Conductance => program(&Conductance { seed: 1 }),
         Algo::Wcc | Algo::Mis => 4,
         Algo::MisLuby => 8,
     }

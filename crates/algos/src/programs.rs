@@ -411,11 +411,100 @@ impl EdgeProgram for Spmv {
     }
 }
 
+/// The side of vertex `v` in conductance's seeded random vertex set `S`
+/// (1: in `S`).
+pub fn conductance_side(v: u32, seed: u64) -> u32 {
+    (crate::mix64(v as u64 ^ seed.rotate_left(29)) & 1) as u32
+}
+
+/// The conductance of a seeded random vertex set `S` (Chaos Table 1):
+/// `cut(S, V \ S) / min(vol(S), vol(V \ S))`, the cut counting every edge
+/// between the sides (either direction, each edge once, parallel edges each)
+/// and a volume the sum of its vertices' out-degrees. One pass: each edge tells
+/// its target its source's side; a vertex counts its in-edges from the other
+/// side. The value packs the side (bit 63), the out-degree (bits 32-62) and
+/// that count (bits 0-31); [`conductance_result`] adds them up.
+pub struct Conductance {
+    pub seed: u64,
+}
+
+const LOW: u64 = 0xffff_ffff;
+
+impl EdgeProgram for Conductance {
+    type V = u64;
+    type Out = u64;
+    fn name(&self) -> &'static str {
+        "conductance"
+    }
+    fn all_active(&self) -> bool {
+        true
+    }
+    fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
+        ((conductance_side(v, self.seed) as u64) << 63, true)
+    }
+    fn message(&self, val: &u64, _: u32) -> u64 {
+        val >> 63
+    }
+    fn identity(&self) -> u64 {
+        0
+    }
+    /// Counts in-edges from `S` in the high half, from the rest in the low half.
+    fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
+        Some(if msg == 1 { 1 << 32 } else { 1 })
+    }
+    fn combine(&self, a: u64, b: u64) -> u64 {
+        a.wrapping_add(b)
+    }
+    fn apply(&self, _: &Globals, val: &mut u64, acc: u64, d: u32, _: &mut Aggregates) -> bool {
+        let side = *val >> 63;
+        let other = if side == 1 { acc & LOW } else { acc >> 32 };
+        *val = (side << 63) | ((d as u64 & 0x7fff_ffff) << 32) | (other & LOW);
+        true
+    }
+    fn proceed(&self, done: u64, _: &Aggregates, _: u64) -> bool {
+        done < 1
+    }
+    fn output(&self, val: &u64) -> u64 {
+        *val
+    }
+}
+
+/// Conductance's membership flags (1: in `S`) and its summary line (every
+/// engine's).
+pub fn conductance_result(st: VertexArray<u64>) -> (Output, String) {
+    let (mut cut, mut vol) = (0u64, [0u64; 2]);
+    for &x in st.iter() {
+        cut += x & LOW;
+        vol[(x >> 63) as usize] += (x >> 32) & 0x7fff_ffff;
+    }
+    let line = conductance_line(cut, vol[1], vol[0]);
+    (Output::Flags(st.map_into(|&x| (x >> 63) as u32)), line)
+}
+
+/// The summary line of a conductance: the value, the cut and both volumes.
+pub fn conductance_line(cut: u64, vol_s: u64, vol_rest: u64) -> String {
+    let min = vol_s.min(vol_rest);
+    if min == 0 {
+        format!("conductance undefined (cut {cut} edges, volumes {vol_s} / {vol_rest}: a side without out-edges)")
+    } else {
+        format!(
+            "conductance {:.12} (cut {cut} edges, volumes {vol_s} / {vol_rest})",
+            cut as f64 / min as f64
+        )
+    }
+}
+
 /// The algorithms the external engine runs.
 pub fn external_supported(algo: Algo) -> bool {
     matches!(
         algo,
-        Algo::Bfs | Algo::Sssp | Algo::WccLp | Algo::PageRank | Algo::PageRankDelta | Algo::Spmv
+        Algo::Bfs
+            | Algo::Sssp
+            | Algo::WccLp
+            | Algo::PageRank
+            | Algo::PageRankDelta
+            | Algo::Spmv
+            | Algo::Conductance
     )
 }
 
@@ -501,9 +590,12 @@ pub fn run_program_on<R: ProgramRunner>(
             let total: f64 = r.iter().sum();
             (Output::Values(r), format!("sum of y {total:.12e}"))
         }
+        Algo::Conductance => {
+            conductance_result(name_bad_edge(g, e.run_program(&Conductance { seed: p.seed }))?)
+        }
         other => {
             return Err(AlgoError::Invalid(format!(
-                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
+                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance)",
                 other.name()
             )))
         }

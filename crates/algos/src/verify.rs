@@ -56,6 +56,29 @@ pub fn verify(store: &Store, algo: Algo, p: &Params, out: &Output) -> Result<Str
         }
         (Algo::Wcc | Algo::WccLp, Output::Labels(l)) => wcc(store, l, &name),
         (Algo::Mis | Algo::MisLuby, Output::Flags(f)) => mis(store, f, &name),
+        (Algo::Conductance, Output::Flags(f)) => {
+            // Membership as the seed says, and the value recounted edge by edge.
+            if let Some(v) = (0..f.len() as u32)
+                .find(|&v| f[v as usize] != crate::programs::conductance_side(v, p.seed))
+            {
+                return Err(fail(format!(
+                    "vertex {} is on side {} of the set, the seed puts it on {}",
+                    name(v),
+                    f[v as usize],
+                    crate::programs::conductance_side(v, p.seed)
+                )));
+            }
+            let (mut cut, mut vol) = (0u64, [0u64; 2]);
+            for_each_edge(store, false, |u, v, _| {
+                let su = f[u as usize] as usize;
+                vol[su] += 1;
+                cut += (su != f[v as usize] as usize) as u64;
+            })?;
+            Ok(format!(
+                "every vertex on its seeded side; recounted edge by edge: {}",
+                crate::programs::conductance_line(cut, vol[1], vol[0])
+            ))
+        }
         (Algo::PageRank, Output::Values(x)) => {
             let want = serial_pagerank(store, p.damping, p.iterations.unwrap_or(10), None)?;
             close(x, &want, 1e-9, &name, "PageRank")

@@ -128,6 +128,16 @@ fn check(store: &Store, g: &MemGraph, cfg: &StreamConfig, what: &str) {
                     assert_eq!(got, want, "{ctx}");
                 }
                 Output::Labels(l) => assert_eq!(&l[..], &ref_wcc[..], "{ctx}"),
+                Output::Flags(f) if algo == Algo::Conductance => {
+                    let side: Vec<u32> = (0..g.n)
+                        .map(|v| outcore_algos::programs::conductance_side(v, params.seed))
+                        .collect();
+                    assert_eq!(&f[..], &side[..], "{ctx}");
+                    let (cut, s, rest) = reference::conductance(g, &side);
+                    assert!(cut > 0 && s > 0 && rest > 0, "{ctx}: a trivial cut");
+                    let want = outcore_algos::programs::conductance_line(cut, s, rest);
+                    assert_eq!(r.summary, want, "{ctx}");
+                }
                 Output::Flags(f) => {
                     if algo == Algo::Mis {
                         let got: Vec<bool> = f.iter().map(|&x| x == 1).collect();

@@ -63,6 +63,7 @@ fn same(a: &Output, b: &Output, what: &str) {
             assert_eq!(&x[..], &y[..], "{what}")
         }
         (Output::Labels(x), Output::Labels(y)) => assert_eq!(&x[..], &y[..], "{what}"),
+        (Output::Flags(x), Output::Flags(y)) => assert_eq!(&x[..], &y[..], "{what}"),
         (Output::Values(x), Output::Values(y)) => {
             for (v, (p, q)) in x.iter().zip(y.iter()).enumerate() {
                 let tol = 1e-12 * p.abs().max(q.abs()).max(1e-300);

@@ -173,6 +173,7 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
         ("sssp", "s", &["--root", "0", "--parents"]),
         ("pagerank", "s", &[]),
         ("spmv", "s", &[]),
+        ("conductance", "s", &["--seed", "7"]),
         ("wcc-lp", "u", &[]),
     ];
     for (algo, store, extra) in cases {

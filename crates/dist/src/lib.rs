@@ -25,7 +25,7 @@
 //!
 //! Not built yet: ranks reading disjoint parts of the input,
 //! and the algorithms outside the edge-program model (mis, scc, mcst,
-//! conductance, belief propagation).
+//! belief propagation).
 
 pub mod checkpoint;
 pub mod compute;

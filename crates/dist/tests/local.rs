@@ -46,6 +46,7 @@ fn same(a: &Output, b: &Output, what: &str) {
             assert_eq!(&x[..], &y[..], "{what}")
         }
         (Output::Labels(x), Output::Labels(y)) => assert_eq!(&x[..], &y[..], "{what}"),
+        (Output::Flags(x), Output::Flags(y)) => assert_eq!(&x[..], &y[..], "{what}"),
         (Output::Values(x), Output::Values(y)) => {
             assert_eq!(x.len(), y.len(), "{what}");
             for (v, (p, q)) in x.iter().zip(y.iter()).enumerate() {
@@ -171,6 +172,7 @@ fn check(kind: GenKind, weighted: bool, undirected: bool) {
         Algo::PageRank,
         Algo::PageRankDelta,
         Algo::Spmv,
+        Algo::Conductance,
     ]
     .into_iter()
     .filter(|&a| a != Algo::WccLp || undirected)

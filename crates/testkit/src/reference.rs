@@ -161,6 +161,17 @@ pub fn spmv(g: &MemGraph) -> Vec<f64> {
     y
 }
 
+/// The cut between the vertices with `side[v] == 1` and the rest (edges either
+/// way, each once) and the out-degree volume of each: `(cut, vol(S), vol(rest))`.
+pub fn conductance(g: &MemGraph, side: &[u32]) -> (u64, u64, u64) {
+    let (mut cut, mut vol) = (0u64, [0u64; 2]);
+    for &(u, v, _) in &g.edges {
+        vol[side[u as usize] as usize] += 1;
+        cut += (side[u as usize] != side[v as usize]) as u64;
+    }
+    (cut, vol[1], vol[0])
+}
+
 /// Brandes' betweenness along out-edges (unweighted, every parallel edge a
 /// path of its own), summed over `sources`, unscaled.
 pub fn brandes(g: &MemGraph, sources: &[u32]) -> Vec<f64> {
