@@ -127,7 +127,7 @@ _RUN_OPTIONS = """
 
 def _with_run_options(cls):
     for name in ("run", "bfs", "sssp", "wcc", "wcc_lp", "mis", "mis_luby", "pagerank",
-                 "pagerank_delta", "spmv", "conductance", "diam", "bc", "apsp"):
+                 "pagerank_delta", "spmv", "conductance", "mis_gas", "diam", "bc", "apsp"):
         fn = getattr(cls, name)
         fn.__doc__ = (fn.__doc__ or "").rstrip() + _RUN_OPTIONS
     return cls
@@ -257,6 +257,12 @@ class Store:
     def spmv(self, *, iterations: int = 1, progress: Any = None, **options: Any) -> Result:
         """Sparse matrix-vector product x <- A^T x from x = 1, ``iterations`` times."""
         return self.run("spmv", progress, iterations=iterations, **options)
+
+    def mis_gas(self, *, seed: int = 1, progress: Any = None, **options: Any) -> Result:
+        """A maximal independent set by Luby's rounds written as an edge program
+        (the form the external and distributed engines run; needs a store
+        holding both directions, e.g. ingested undirected)."""
+        return self.run("mis-gas", progress, seed=seed, **options)
 
     def conductance(self, *, seed: int = 1, progress: Any = None, **options: Any) -> Result:
         """Conductance of the vertex set a seed draws at random: values are 1 for

@@ -138,6 +138,20 @@ def test_bc_and_diam_and_apsp_against_networkx(work):
     assert len(ap) == 300 and ap.stats["sources"]
 
 
+def test_mis_gas_is_independent_and_maximal_on_every_engine(work):
+    G = nx.gnm_random_graph(500, 2000, seed=3)
+    s = outcore.ingest(G, work / "misgas.store", progress=False)
+    sets = []
+    for engine in ("stream", "external", "sortreduce"):
+        r = s.mis_gas(seed=4, engine=engine, progress=False)
+        d = r.to_dict()
+        members = {k for k in G if d[k] == 1}
+        assert all(not (a in members and b in members) for a, b in G.edges())
+        assert nx.is_dominating_set(G, members)
+        sets.append(members)
+    assert sets[0] == sets[1] == sets[2]
+
+
 def test_conductance_against_networkx(work):
     G = nx.gnm_random_graph(400, 2400, seed=9, directed=True)
     s = outcore.ingest(G, work / "cond.store", progress=False)

@@ -67,10 +67,11 @@ pub enum Algo {
     PageRankDelta,
     Spmv,
     Conductance,
+    MisGas,
 }
 
 impl Algo {
-    pub const ALL: [Algo; 10] = [
+    pub const ALL: [Algo; 11] = [
         Algo::Bfs,
         Algo::Sssp,
         Algo::Wcc,
@@ -81,6 +82,7 @@ impl Algo {
         Algo::PageRankDelta,
         Algo::Spmv,
         Algo::Conductance,
+        Algo::MisGas,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -94,6 +96,7 @@ impl Algo {
             Algo::PageRankDelta => "pagerank-delta",
             Algo::Spmv => "spmv",
             Algo::Conductance => "conductance",
+            Algo::MisGas => "mis-gas",
         }
     }
     pub fn from_name(s: &str) -> Option<Algo> {
@@ -132,6 +135,7 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
         }),
         Algo::Spmv => program(&Spmv { iterations: 1 }),
         Algo::Conductance => program(&Conductance { seed: 1 }),
+        Algo::MisGas => program(&MisGas { seed: 1, cap }),
         Algo::Wcc | Algo::Mis => 4,
         Algo::MisLuby => 8,
     }

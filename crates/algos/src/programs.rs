@@ -411,6 +411,96 @@ impl EdgeProgram for Spmv {
     }
 }
 
+const MIS_KEY: u64 = (1 << 61) - 1;
+const MIS_SENDS: u64 = 1 << 61;
+const MIS_IN: u64 = 1;
+const MIS_OUT: u64 = 2;
+
+/// Vertex `v`'s key in round `r`: 29 random bits above its id, so keys are
+/// distinct and ties impossible.
+fn mis_key(v: u32, r: u64, seed: u64) -> u64 {
+    ((crate::mix64(seed ^ (r << 32) ^ v as u64) >> 35) << 32) | v as u64
+}
+
+/// A maximal independent set by Luby's rounds as an edge program (Chaos
+/// Table 1's MIS in GAS form), on an undirected store. Odd iterations select:
+/// every undecided vertex sends its key for the round; one whose key is below
+/// every undecided neighbour's joins the set. Even iterations remove: the new
+/// members tell their neighbours, which leave; the undecided left draw the next
+/// round's key. The value packs the state (bits 62-63: undecided, in, out),
+/// whether the vertex sends next (bit 61: a wide message is nonzero exactly
+/// then) and the key. A self-loop neither blocks nor removes its vertex. Every
+/// engine gives the same set for a seed (keys depend on the vertex, round and
+/// seed only).
+pub struct MisGas {
+    pub seed: u64,
+    pub cap: Option<u64>,
+}
+
+impl MisGas {
+    fn set(val: &mut u64, state: u64, sends: bool, key: u64) -> bool {
+        *val = (state << 62) | if sends { MIS_SENDS } else { 0 } | key;
+        sends
+    }
+}
+
+impl EdgeProgram for MisGas {
+    type V = u64;
+    type Out = u32;
+    fn name(&self) -> &'static str {
+        "mis-gas"
+    }
+    fn uses_degrees(&self) -> bool {
+        false
+    }
+    fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
+        (MIS_SENDS | mis_key(v, 1, self.seed), true)
+    }
+    /// Members send 1 (remove), undecided vertices their key + 2 (select);
+    /// a vertex that does not send has message 0.
+    fn message(&self, val: &u64, _: u32) -> u64 {
+        if val & MIS_SENDS == 0 {
+            0
+        } else if val >> 62 == MIS_IN {
+            1
+        } else {
+            (val & MIS_KEY) + 2
+        }
+    }
+    fn identity(&self) -> u64 {
+        u64::MAX
+    }
+    fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
+        Some(msg)
+    }
+    fn combine(&self, a: u64, b: u64) -> u64 {
+        a.min(b)
+    }
+    fn apply(&self, g: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
+        let (state, key) = (*val >> 62, *val & MIS_KEY);
+        if state != 0 {
+            return Self::set(val, state, false, key);
+        }
+        if g.iteration % 2 == 1 {
+            // Select: no undecided neighbour has a smaller key (its own key
+            // comes back only along a self-loop).
+            let joins = acc >= key + 2;
+            Self::set(val, if joins { MIS_IN } else { 0 }, joins, key)
+        } else if acc == 1 {
+            Self::set(val, MIS_OUT, false, key)
+        } else {
+            let v = (key & 0xffff_ffff) as u32;
+            Self::set(val, 0, true, mis_key(v, g.iteration / 2 + 1, self.seed))
+        }
+    }
+    fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
+        active > 0 && self.cap.is_none_or(|k| done < k)
+    }
+    fn output(&self, val: &u64) -> u32 {
+        (val >> 62 == MIS_IN) as u32
+    }
+}
+
 /// The side of vertex `v` in conductance's seeded random vertex set `S`
 /// (1: in `S`).
 pub fn conductance_side(v: u32, seed: u64) -> u32 {
@@ -505,6 +595,7 @@ pub fn external_supported(algo: Algo) -> bool {
             | Algo::PageRankDelta
             | Algo::Spmv
             | Algo::Conductance
+            | Algo::MisGas
     )
 }
 
@@ -593,9 +684,21 @@ pub fn run_program_on<R: ProgramRunner>(
         Algo::Conductance => {
             conductance_result(name_bad_edge(g, e.run_program(&Conductance { seed: p.seed }))?)
         }
+        Algo::MisGas => {
+            if g.directed {
+                return Err(AlgoError::Invalid(format!(
+                    "mis-gas moves its messages along out-edges, so it needs a store holding both directions; {} is directed (ingest with --undirected, or use mis / mis-luby)",
+                    g.dir.display()
+                )));
+            }
+            let prog = MisGas { seed: p.seed, cap };
+            let f = name_bad_edge(g, e.run_program(&prog))?;
+            let size = f.iter().filter(|&&x| x == 1).count();
+            (Output::Flags(f), format!("{size} vertices in the set"))
+        }
         other => {
             return Err(AlgoError::Invalid(format!(
-                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance)",
+                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas)",
                 other.name()
             )))
         }

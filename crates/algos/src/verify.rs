@@ -55,7 +55,7 @@ pub fn verify(store: &Store, algo: Algo, p: &Params, out: &Output) -> Result<Str
             tree(store, p.root, &t, true, &name)
         }
         (Algo::Wcc | Algo::WccLp, Output::Labels(l)) => wcc(store, l, &name),
-        (Algo::Mis | Algo::MisLuby, Output::Flags(f)) => mis(store, f, &name),
+        (Algo::Mis | Algo::MisLuby | Algo::MisGas, Output::Flags(f)) => mis(store, f, &name),
         (Algo::Conductance, Output::Flags(f)) => {
             // Membership as the seed says, and the value recounted edge by edge.
             if let Some(v) = (0..f.len() as u32)

@@ -96,6 +96,10 @@ fn check(store: &Store, g: &MemGraph, cfg: &StreamConfig, what: &str) {
     let ref_pr = reference::pagerank(g, 0.85, 10);
     let ref_spmv = reference::spmv(g);
     for algo in Algo::ALL {
+        if algo == Algo::MisGas && store.manifest().directed {
+            // Refused by name on a directed store (tested in the CLI's tests).
+            continue;
+        }
         let root_list: &[u32] = if algo.needs_root() {
             &roots
         } else {

@@ -79,7 +79,7 @@ fn check(store: &Store, ks: &[u32]) {
     let algos: Vec<Algo> = Algo::ALL
         .into_iter()
         .filter(|&a| external_supported(a))
-        .filter(|&a| a != Algo::WccLp || !store.manifest().directed)
+        .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas) || !store.manifest().directed)
         .collect();
     let mut want = Vec::new();
     for &algo in &algos {

@@ -68,7 +68,7 @@ pub struct DistIngestArgs {
 
 #[derive(Args)]
 pub struct DistRunArgs {
-    /// bfs, sssp, wcc-lp (on an undirected store), pagerank, pagerank-delta, spmv, conductance.
+    /// bfs, sssp, wcc-lp and mis-gas (on an undirected store), pagerank, pagerank-delta, spmv, conductance.
     pub algo: String,
     /// The distributed store (made by `dist ingest` with the same number of ranks).
     pub dir: PathBuf,
@@ -233,7 +233,7 @@ mod with_mpi {
         };
         if !outcore_algos::programs::external_supported(algo) {
             bail!(
-                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance)",
+                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance)",
                 algo.name()
             );
         }

@@ -175,6 +175,7 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
         ("spmv", "s", &[]),
         ("conductance", "s", &["--seed", "7"]),
         ("wcc-lp", "u", &[]),
+        ("mis-gas", "u", &["--seed", "3"]),
     ];
     for (algo, store, extra) in cases {
         let mut a = vec!["run", algo, store, "--out", "ref.txt"];

@@ -24,7 +24,7 @@
 //!   theirs when the §5.4 rule says it pays (§5.3).
 //!
 //! Not built yet: ranks reading disjoint parts of the input,
-//! and the algorithms outside the edge-program model (mis, scc, mcst,
+//! and the algorithms outside the edge-program model (scc, mcst,
 //! belief propagation).
 
 pub mod checkpoint;

@@ -173,9 +173,10 @@ fn check(kind: GenKind, weighted: bool, undirected: bool) {
         Algo::PageRankDelta,
         Algo::Spmv,
         Algo::Conductance,
+        Algo::MisGas,
     ]
     .into_iter()
-    .filter(|&a| a != Algo::WccLp || undirected)
+    .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas) || undirected)
     .collect();
     let root = (n / 3) as u32;
     let mut want = Vec::new();

@@ -687,11 +687,15 @@ impl<'s> StreamEngine<'s> {
         let t = Instant::now();
         let work = self.work_dir.clone();
         outcore_io::temp::clean_stale(&work);
+        // Registered before it exists: a signal between its creation and its
+        // registration would leave it behind.
+        let dir_name = outcore_io::temp::temp_name("sort");
+        let registered = outcore_io::temp::register(&work.join(&dir_name));
         let dir = tempfile::Builder::new()
-            .prefix(&format!(".outcore-sort-{}-", std::process::id()))
+            .prefix(&dir_name)
+            .rand_bytes(0)
             .tempdir_in(&work)
             .map_err(|e| outcore_io::IoError::new(&work, "create sort directory", e))?;
-        let registered = outcore_io::temp::register(dir.path());
         let mem = self.budget.remaining().max(16 << 20) / 2;
         let stats = self.store.stats().clone();
         let mut sorter = ExternalSorter::<Keyed>::new(dir.path().to_path_buf(), mem, stats.clone());
