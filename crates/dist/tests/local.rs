@@ -535,3 +535,66 @@ fn idle_ranks_steal_work_and_the_answers_hold() {
     }
     assert!(stolen > 0, "no chunk was stolen");
 }
+
+/// With a work directory, run files and checkpoints go there (one directory per
+/// rank), the rank directories stay as ingested, and `--resume` finds the
+/// checkpoint there.
+#[test]
+fn checkpoints_follow_the_work_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, dir, _) = kronecker_pair(tmp.path(), 9, 8, 2048, 50, 4);
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let p = Params {
+        iterations: Some(6),
+        ..Default::default()
+    };
+    let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+    let want = run(&mut e, Algo::PageRank, &p).unwrap();
+    let base = DistConfig {
+        checkpoint_every: 2,
+        work_dir: Some(work.clone()),
+        run_key: "pagerank".into(),
+        ..DistConfig::new(64 << 20)
+    };
+    let failing = DistConfig {
+        fail_at: Some(FailAt {
+            rank: 1,
+            point: FailPoint::Phase(9),
+            abort: false,
+        }),
+        ..base.clone()
+    };
+    assert!(dist_try(&dir, 2, Algo::PageRank, &p, &failing)
+        .iter()
+        .all(|r| r.is_err()));
+    for k in 0..2 {
+        assert!(work
+            .join(format!("rank-{k}.checkpoint/checkpoint.json"))
+            .exists());
+        assert!(!dir.join(format!("rank-{k}/checkpoint")).exists());
+        assert!(!dir.join(format!("rank-{k}/run")).exists());
+    }
+    let resume = DistConfig {
+        resume: true,
+        ..base
+    };
+    let res = dist_try(&dir, 2, Algo::PageRank, &p, &resume);
+    for r in &res {
+        let (_, st) = r.as_ref().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            st.resumed_from,
+            Some(2),
+            "phase 9 is the gather of iteration 4, before its checkpoint"
+        );
+    }
+    let (got, _) = res.into_iter().next().unwrap().unwrap();
+    same(
+        &got.output,
+        &want.output,
+        "pagerank resumed from the work directory",
+    );
+    for k in 0..2 {
+        assert!(!work.join(format!("rank-{k}.checkpoint")).exists());
+    }
+}
