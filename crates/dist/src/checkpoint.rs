@@ -203,7 +203,8 @@ pub fn write_state(
 }
 
 /// Reads generation `g`'s state file back through `write`, checking its length
-/// and checksum first.
+/// first and its checksum at the end (the caller must not use what was written
+/// when this fails).
 pub fn read_state(
     path: &Path,
     g: &Generation,
@@ -225,29 +226,21 @@ pub fn read_state(
     if len != g.bytes {
         return Err(damaged(&format!("{len} bytes, {} recorded", g.bytes)));
     }
-    // Checked whole before any byte is used.
+    // One pass: the bytes go to the state file as they are hashed; on a
+    // mismatch the run stops before anything reads them.
     let mut crc = crc32fast::Hasher::new();
     let mut buf = vec![0u8; (4u64 << 20).min(len.max(1)) as usize];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| outcore_io::IoError::new(path, "read", e))?;
-        if n == 0 {
-            break;
-        }
-        crc.update(&buf[..n]);
-    }
-    if crc.finalize() != g.crc {
-        return Err(damaged("fails its checksum"));
-    }
-    let f = std::fs::File::open(path).map_err(|e| outcore_io::IoError::new(path, "open", e))?;
     let mut off = 0u64;
     while off < len {
         let n = (len - off).min(buf.len() as u64) as usize;
-        std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf[..n], off)
+        f.read_exact(&mut buf[..n])
             .map_err(|e| outcore_io::IoError::new(path, "read", e))?;
+        crc.update(&buf[..n]);
         write(off, &buf[..n])?;
         off += n as u64;
+    }
+    if crc.finalize() != g.crc {
+        return Err(damaged("fails its checksum"));
     }
     Ok(())
 }
