@@ -127,7 +127,7 @@ _RUN_OPTIONS = """
 
 def _with_run_options(cls):
     for name in ("run", "bfs", "sssp", "wcc", "wcc_lp", "mis", "mis_luby", "pagerank",
-                 "pagerank_delta", "spmv", "conductance", "mis_gas", "diam", "bc", "apsp"):
+                 "pagerank_delta", "spmv", "conductance", "mis_gas", "scc", "diam", "bc", "apsp"):
         fn = getattr(cls, name)
         fn.__doc__ = (fn.__doc__ or "").rstrip() + _RUN_OPTIONS
     return cls
@@ -264,6 +264,12 @@ class Store:
         holding both directions, e.g. ingested undirected)."""
         return self.run("mis-gas", progress, seed=seed, **options)
 
+    def scc(self, *, progress: Any = None, **options: Any) -> Result:
+        """Strongly connected components: each vertex's value is the smallest id
+        (label) of its component. Needs a store ingested with
+        ``with_reverse=True`` (the algorithm follows edges backwards)."""
+        return self.run("scc", progress, **options)
+
     def conductance(self, *, seed: int = 1, progress: Any = None, **options: Any) -> Result:
         """Conductance of the vertex set a seed draws at random: values are 1 for
         its members; ``result.summary`` holds the conductance, the cut and both
@@ -366,7 +372,8 @@ def ingest(source: Any, path: str | os.PathLike, *, weight: str | None = "weight
     ``path`` (never copied whole in memory) and every id up to the largest is a
     vertex, unless ``remap=True`` (arbitrary ids renumbered densely; results
     still in your ids) or ``vertices=N`` is given. Every option of
-    ``outcore ingest`` is accepted: ``undirected``, ``weighted``,
+    ``outcore ingest`` is accepted: ``undirected``, ``with_reverse`` (each
+    edge's reverse stored, marked: what ``scc`` needs), ``weighted``,
     ``no_weights``, ``remap``, ``dedup``, ``drop_self_loops``,
     ``memory="1G"``, ``partitions``, ``vertices``, ``in_edges``, ``force``,
     ``tmp_dir``, ``threads``, ``order``, ``format``.

@@ -152,6 +152,22 @@ def test_mis_gas_is_independent_and_maximal_on_every_engine(work):
     assert sets[0] == sets[1] == sets[2]
 
 
+def test_scc_against_networkx_on_every_engine(work):
+    G = nx.gnm_random_graph(600, 900, seed=12, directed=True)
+    G = nx.relabel_nodes(G, {v: f"v{v}" for v in G})
+    s = outcore.ingest(G, work / "scc.store", with_reverse=True, progress=False)
+    want = {frozenset(c) for c in nx.strongly_connected_components(G)}
+    for engine in ("stream", "external", "sortreduce"):
+        r = s.scc(engine=engine, verify=True, progress=False)
+        d = r.to_dict()
+        classes = {}
+        for k, label in d.items():
+            classes.setdefault(label, set()).add(k)
+        assert {frozenset(c) for c in classes.values()} == want, engine
+    with pytest.raises(outcore.OutcoreError, match="with-reverse"):
+        outcore.ingest(G, work / "plain.store", progress=False).scc(progress=False)
+
+
 def test_conductance_against_networkx(work):
     G = nx.gnm_random_graph(400, 2400, seed=9, directed=True)
     s = outcore.ingest(G, work / "cond.store", progress=False)

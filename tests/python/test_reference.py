@@ -209,6 +209,35 @@ def test_wcc_matches_scipy(name, algo, work):
     assert np.array_equal(got, smallest[lab])
 
 
+@pytest.mark.parametrize("name", ["wiki", "facebook", "kron"])
+@pytest.mark.parametrize("engine", ["stream", "external"])
+def test_scc_matches_scipy_and_networkx(name, engine, work):
+    g, _ = graph(name, work)
+    file, flags = (work / "kron.bin32w", ["--vertices", 1 << 12]) if name == "kron" else (
+        SHARED / GRAPHS[name][0], GRAPHS[name][1])
+    store = work / f"{name}.rev.store"
+    if not store.exists():
+        outcore("ingest", file, "-o", store, "--with-reverse", *flags)
+    out = work / f"{name}.scc.{engine}"
+    r = outcore("run", "scc", store, "--engine", engine, "--out", out, "--verify")
+    _, vals = read_result(out)
+    got = np.array([int(x) for x in vals])
+    k, lab = cg.connected_components(g.matrix(), directed=True, connection="strong")
+    smallest = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, lab, g.ids)
+    assert np.array_equal(got, smallest[lab])
+    assert f"{k} strongly connected components" in r.stderr
+    # networkx: the same classes.
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.n))
+    G.add_edges_from(zip(g.u.tolist(), g.v.tolist()))
+    classes = {frozenset(c) for c in nx.strongly_connected_components(G)}
+    by_label = {}
+    for v, x in enumerate(got):
+        by_label.setdefault(x, set()).add(v)
+    assert {frozenset(c) for c in by_label.values()} == classes
+
+
 @pytest.mark.parametrize("name", ["facebook", "wiki", "lux"])
 @pytest.mark.parametrize("algo", ["mis", "mis-luby"])
 def test_mis_is_independent_and_maximal_by_networkx(name, algo, work):

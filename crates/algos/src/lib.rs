@@ -30,6 +30,7 @@ pub mod jobs;
 pub mod mis;
 pub mod mis_luby;
 pub mod programs;
+pub mod scc;
 pub mod vc;
 pub mod verify;
 pub mod wcc;
@@ -68,10 +69,11 @@ pub enum Algo {
     Spmv,
     Conductance,
     MisGas,
+    Scc,
 }
 
 impl Algo {
-    pub const ALL: [Algo; 11] = [
+    pub const ALL: [Algo; 12] = [
         Algo::Bfs,
         Algo::Sssp,
         Algo::Wcc,
@@ -83,6 +85,7 @@ impl Algo {
         Algo::Spmv,
         Algo::Conductance,
         Algo::MisGas,
+        Algo::Scc,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -97,10 +100,16 @@ impl Algo {
             Algo::Spmv => "spmv",
             Algo::Conductance => "conductance",
             Algo::MisGas => "mis-gas",
+            Algo::Scc => "scc",
         }
     }
     pub fn from_name(s: &str) -> Option<Algo> {
         Algo::ALL.into_iter().find(|a| a.name() == s)
+    }
+    /// Whether the algorithm reads edge weights (wrong on a `--with-reverse`
+    /// store, whose reverse edges carry negative weights).
+    pub fn reads_weights(self) -> bool {
+        matches!(self, Algo::Sssp | Algo::Spmv)
     }
     /// Whether the algorithm starts from `--root`.
     pub fn needs_root(self) -> bool {
@@ -136,6 +145,7 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
         Algo::Spmv => program(&Spmv { iterations: 1 }),
         Algo::Conductance => program(&Conductance { seed: 1 }),
         Algo::MisGas => program(&MisGas { seed: 1, cap }),
+        Algo::Scc => program(&crate::scc::Scc { cap }),
         Algo::Wcc | Algo::Mis => 4,
         Algo::MisLuby => 8,
     }

@@ -38,6 +38,8 @@ use crate::{Algo, AlgoError, Output, Params, Result, Run};
 use outcore_engine::{relax_apply, Aggregates, EdgeProgram, EngineError, Globals, ProgramRunner};
 use outcore_state::VertexArray;
 
+pub use crate::scc::Scc;
+
 /// Breadth-first search.
 pub struct Bfs {
     pub root: u32,
@@ -596,6 +598,7 @@ pub fn external_supported(algo: Algo) -> bool {
             | Algo::Spmv
             | Algo::Conductance
             | Algo::MisGas
+            | Algo::Scc
     )
 }
 
@@ -604,6 +607,7 @@ pub fn external_bytes_per_vertex(algo: Algo) -> u64 {
     match algo {
         Algo::PageRankDelta => 44,
         Algo::WccLp => 24,
+        Algo::Scc => 32,
         _ => 28,
     }
 }
@@ -618,6 +622,7 @@ pub fn run_program<R: ProgramRunner>(
     let facts = GraphFacts {
         vertices: store.vertices(),
         directed: store.manifest().directed,
+        reverse_marked: store.manifest().reverse_marked,
         dir: store.dir(),
         ids: &|| store.id_map(),
     };
@@ -629,6 +634,8 @@ pub fn run_program<R: ProgramRunner>(
 pub struct GraphFacts<'a> {
     pub vertices: u64,
     pub directed: bool,
+    /// Reverse edges stored with negative weights (`--with-reverse`).
+    pub reverse_marked: bool,
     /// Named in messages.
     pub dir: &'a std::path::Path,
     /// The user ids, to name a refused edge.
@@ -648,6 +655,9 @@ pub fn run_program_on<R: ProgramRunner>(
             "root {} is not a vertex (the store has {n} vertices)",
             p.root
         )));
+    }
+    if algo.reads_weights() && g.reverse_marked {
+        return Err(AlgoError::Invalid(reverse_marked_refusal(algo, g.dir)));
     }
     let cap = p.iterations;
     let (output, summary) = match algo {
@@ -696,9 +706,15 @@ pub fn run_program_on<R: ProgramRunner>(
             let size = f.iter().filter(|&&x| x == 1).count();
             (Output::Flags(f), format!("{size} vertices in the set"))
         }
+        Algo::Scc => {
+            if !g.reverse_marked {
+                return Err(AlgoError::Invalid(scc_refusal(g.dir)));
+            }
+            scc_result(name_bad_edge(g, e.run_program(&Scc { cap }))?)
+        }
         other => {
             return Err(AlgoError::Invalid(format!(
-                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas)",
+                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas, scc)",
                 other.name()
             )))
         }
@@ -708,6 +724,37 @@ pub fn run_program_on<R: ProgramRunner>(
         iterations: e.iterations(),
         summary,
     })
+}
+
+/// Why scc refuses a store without marked reverse edges.
+pub fn scc_refusal(dir: &std::path::Path) -> String {
+    format!(
+        "scc follows edges backwards, so it needs a store holding each edge's reverse marked; {} has none (ingest with --with-reverse)",
+        dir.display()
+    )
+}
+
+/// Why an algorithm that reads weights refuses a `--with-reverse` store.
+pub fn reverse_marked_refusal(algo: Algo, dir: &std::path::Path) -> String {
+    format!(
+        "{} reads edge weights, but {} stores each edge's reverse with a negative weight (--with-reverse); run it on a store ingested without --with-reverse",
+        algo.name(),
+        dir.display()
+    )
+}
+
+/// Strongly connected component labels (each the smallest id of its
+/// component) and their summary line.
+pub fn scc_result(l: VertexArray<u32>) -> (Output, String) {
+    let n = l
+        .iter()
+        .enumerate()
+        .filter(|(v, &x)| *v as u32 == x)
+        .count();
+    (
+        Output::Labels(l),
+        format!("{n} strongly connected components"),
+    )
 }
 
 /// A BFS result and its summary line (every engine's).

@@ -11,6 +11,8 @@
 //!   the tree spans the root's component.
 //! * WCC — an independent in-memory union-find: each label must be the smallest
 //!   id of the vertex's component (so every edge joins equal labels).
+//! * SCC — an independent Tarjan search over the forward edges: each label must
+//!   be the smallest id of the vertex's strongly connected component.
 //! * MIS — no edge joins two members (independent); every non-member has a
 //!   member neighbour (maximal). Self-loops are ignored.
 //! * PageRank — a serial recomputation of the same iterations (relative 1e-9);
@@ -55,6 +57,7 @@ pub fn verify(store: &Store, algo: Algo, p: &Params, out: &Output) -> Result<Str
             tree(store, p.root, &t, true, &name)
         }
         (Algo::Wcc | Algo::WccLp, Output::Labels(l)) => wcc(store, l, &name),
+        (Algo::Scc, Output::Labels(l)) => scc(store, l, &name),
         (Algo::Mis | Algo::MisLuby | Algo::MisGas, Output::Flags(f)) => mis(store, f, &name),
         (Algo::Conductance, Output::Flags(f)) => {
             // Membership as the seed says, and the value recounted edge by edge.
@@ -318,6 +321,106 @@ fn wcc(store: &Store, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<Strin
     Ok(format!(
         "labels match an independent union-find: {components} components, each labelled with its smallest id"
     ))
+}
+
+fn scc(store: &Store, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
+    // The forward edges only (a reverse edge's weight has its sign bit set).
+    let n = labels.len();
+    let mut off = vec![0u64; n + 1];
+    for_each_edge(store, true, |u, _, w| {
+        if !w.is_sign_negative() {
+            off[u as usize + 1] += 1
+        }
+    })?;
+    for i in 0..n {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut t = vec![0u32; off[n] as usize];
+    for_each_edge(store, true, |u, v, w| {
+        if !w.is_sign_negative() {
+            t[fill[u as usize] as usize] = v;
+            fill[u as usize] += 1;
+        }
+    })?;
+    let want = tarjan_labels(&off, &t);
+    let mut components = 0;
+    for v in 0..n {
+        if want[v] == v as u32 {
+            components += 1;
+        }
+        if labels[v] != want[v] {
+            return Err(fail(format!(
+                "vertex {} is labelled {}, but the smallest id of its strongly connected component is {}",
+                name(v as u32),
+                name(labels[v].min(n as u32 - 1)),
+                name(want[v])
+            )));
+        }
+    }
+    Ok(format!(
+        "labels match an independent Tarjan search: {components} strongly connected components, each labelled with its smallest id"
+    ))
+}
+
+/// Strongly connected components of the graph `(off, t)` by Tarjan's algorithm
+/// (iterative), each vertex labelled with the smallest id of its component.
+pub fn tarjan_labels(off: &[u64], t: &[u32]) -> Vec<u32> {
+    let n = off.len() - 1;
+    const NONE: u32 = u32::MAX;
+    let (mut index, mut low) = (vec![NONE; n], vec![0u32; n]);
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut label = vec![NONE; n];
+    let mut next = 0u32;
+    // The search path: (vertex, position in its edge list).
+    let mut path: Vec<(u32, u64)> = Vec::new();
+    for s in 0..n as u32 {
+        if index[s as usize] != NONE {
+            continue;
+        }
+        path.push((s, off[s as usize]));
+        index[s as usize] = next;
+        low[s as usize] = next;
+        next += 1;
+        stack.push(s);
+        on_stack[s as usize] = true;
+        while let Some(&mut (v, ref mut pos)) = path.last_mut() {
+            let vi = v as usize;
+            if *pos < off[vi + 1] {
+                let w = t[*pos as usize] as usize;
+                *pos += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    path.push((w as u32, off[w]));
+                } else if on_stack[w] {
+                    low[vi] = low[vi].min(index[w]);
+                }
+                continue;
+            }
+            path.pop();
+            if let Some(&(p, _)) = path.last() {
+                low[p as usize] = low[p as usize].min(low[vi]);
+            }
+            if low[vi] == index[vi] {
+                // v roots a component: pop it, then label it with its smallest id.
+                let at = stack
+                    .iter()
+                    .rposition(|&x| x == v)
+                    .expect("v is on the stack");
+                let smallest = stack[at..].iter().copied().min().expect("nonempty");
+                for x in stack.drain(at..) {
+                    on_stack[x as usize] = false;
+                    label[x as usize] = smallest;
+                }
+            }
+        }
+    }
+    label
 }
 
 fn mis(store: &Store, f: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {

@@ -19,6 +19,17 @@ use outcore_testkit::gen::{generate, GenKind, GenOptions};
 use std::path::Path;
 
 fn build(dir: &Path, name: &str, kind: GenKind, weighted: bool, undirected: bool) -> Store {
+    build_with(dir, name, kind, weighted, undirected, false)
+}
+
+fn build_with(
+    dir: &Path,
+    name: &str,
+    kind: GenKind,
+    weighted: bool,
+    undirected: bool,
+    with_reverse: bool,
+) -> Store {
     let ext = if weighted { "bin32w" } else { "bin32" };
     let input = dir.join(format!("{name}.{ext}"));
     let opts = GenOptions {
@@ -31,6 +42,7 @@ fn build(dir: &Path, name: &str, kind: GenKind, weighted: bool, undirected: bool
     let out = dir.join(name);
     let opts = IngestOptions {
         undirected,
+        with_reverse,
         partitions: Some(4),
         vertices: Some(kind.vertices()),
         memory: 64 << 20,
@@ -80,6 +92,8 @@ fn check(store: &Store, ks: &[u32]) {
         .into_iter()
         .filter(|&a| external_supported(a))
         .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas) || !store.manifest().directed)
+        // scc on stores with marked reverse edges, only scc there.
+        .filter(|&a| (a == Algo::Scc) == store.manifest().reverse_marked)
         .collect();
     let mut want = Vec::new();
     for &algo in &algos {
@@ -178,6 +192,33 @@ fn kronecker_weighted_directed() {
         false,
     );
     check(&s, &[1, 3, 8]);
+}
+
+#[test]
+fn scc_on_marked_reverse_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, kind, weighted) in [
+        (
+            "kron-rev",
+            GenKind::Kronecker {
+                scale: 10,
+                edge_factor: 4,
+            },
+            true,
+        ),
+        (
+            "uni-rev",
+            GenKind::Uniform {
+                vertices: 800,
+                edges: 1000,
+            },
+            false,
+        ),
+    ] {
+        let s = build_with(dir.path(), name, kind, weighted, false, true);
+        assert!(s.manifest().reverse_marked && !s.manifest().directed);
+        check(&s, &[1, 3, 8]);
+    }
 }
 
 #[test]

@@ -29,6 +29,10 @@ pub struct DistIngestArgs {
     /// Store both directions of every edge.
     #[arg(long)]
     pub undirected: bool,
+    /// Store each edge and its reverse, the reverse marked by the weight's sign
+    /// (what scc needs); weights must be non-negative.
+    #[arg(long, conflicts_with = "undirected")]
+    pub with_reverse: bool,
     /// Renumber arbitrary u64 ids densely; results are still written in your ids.
     #[arg(long)]
     pub remap: bool,
@@ -68,7 +72,7 @@ pub struct DistIngestArgs {
 
 #[derive(Args)]
 pub struct DistRunArgs {
-    /// bfs, sssp, wcc-lp and mis-gas (on an undirected store), pagerank, pagerank-delta, spmv, conductance.
+    /// bfs, sssp, wcc-lp and mis-gas (on an undirected store), pagerank, pagerank-delta, spmv, conductance, scc (on a store ingested --with-reverse).
     pub algo: String,
     /// The distributed store (made by `dist ingest` with the same number of ranks).
     pub dir: PathBuf,
@@ -178,6 +182,7 @@ mod with_mpi {
         let io = IngestOptions {
             format: a.format,
             undirected: a.undirected,
+            with_reverse: a.with_reverse,
             weighted: if a.no_weights { Some(false) } else { None },
             remap: a.remap,
             dedup: a.dedup,
@@ -233,7 +238,7 @@ mod with_mpi {
         };
         if !outcore_algos::programs::external_supported(algo) {
             bail!(
-                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance)",
+                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance, scc)",
                 algo.name()
             );
         }
@@ -269,6 +274,7 @@ mod with_mpi {
         let facts = GraphFacts {
             vertices: m.plan.vertices,
             directed: m.plan.directed,
+            reverse_marked: m.plan.reverse_marked,
             dir: &a.dir,
             ids: &|| Ok(ids.clone()),
         };

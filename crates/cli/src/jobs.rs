@@ -170,6 +170,13 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     let mut outputs = Outputs::prepare(None, None, a.stats.as_deref(), &a.store)?;
     let store = Store::open_with(&a.store, mode, stats)
         .with_context(|| format!("opening store {}", a.store.display()))?;
+    if let Some(spec) = specs.iter().find(|s| s.algo.reads_weights()) {
+        if store.manifest().reverse_marked {
+            anyhow::bail!(outcore_algos::programs::reverse_marked_refusal(
+                spec.algo, &a.store
+            ));
+        }
+    }
     let ids = Arc::new(store.id_map()?);
     let n = store.vertices();
     for spec in &specs {

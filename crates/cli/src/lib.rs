@@ -159,6 +159,10 @@ struct IngestArgs {
     /// Store both directions of every edge.
     #[arg(long)]
     undirected: bool,
+    /// Store each edge and its reverse, the reverse marked by the weight's sign
+    /// (what scc needs: it follows edges backwards); weights must be non-negative.
+    #[arg(long, conflicts_with = "undirected")]
+    with_reverse: bool,
     /// Require weights (error if an input has none).
     #[arg(long, conflicts_with = "no_weights")]
     weighted: bool,
@@ -473,6 +477,7 @@ fn cmd_ingest(a: IngestArgs) -> Result<()> {
     let opts = IngestOptions {
         format: a.format,
         undirected: a.undirected,
+        with_reverse: a.with_reverse,
         weighted: if a.weighted {
             Some(true)
         } else if a.no_weights {
@@ -594,7 +599,9 @@ fn print_info(i: &StoreInfo, verified: bool) {
     println!(
         "edges        {} ({}, {})",
         i.edges,
-        if i.directed {
+        if i.reverse_marked {
+            "directed, each edge's reverse stored with a negative weight"
+        } else if i.directed {
             "directed"
         } else {
             "undirected: both directions stored"
@@ -748,6 +755,7 @@ fn cmd_example(a: ExampleArgs) -> Result<()> {
         out: store.clone(),
         format: None,
         undirected: true,
+        with_reverse: false,
         weighted: false,
         no_weights: false,
         remap: false,

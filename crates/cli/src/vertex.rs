@@ -176,6 +176,13 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = store.id_map()?;
     let root = resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
+    if algo.weighted() && store.manifest().reverse_marked {
+        bail!(
+            "{} reads edge weights, but {} stores each edge's reverse with a negative weight (--with-reverse); run it on a store ingested without --with-reverse",
+            algo.name(),
+            a.store.display()
+        );
+    }
     let weights = algo.weighted() && store.weighted();
     let per_edge = if weights { 8 } else { 4 };
     let csr = store.edges() * per_edge;

@@ -168,6 +168,15 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
         "2048",
         "--undirected",
     ]);
+    run(&[
+        "ingest",
+        "g.bin32w",
+        "-o",
+        "r",
+        "--vertices",
+        "2048",
+        "--with-reverse",
+    ]);
     let cases: &[(&str, &str, &[&str])] = &[
         ("bfs", "s", &["--root", "0", "--parents"]),
         ("sssp", "s", &["--root", "0", "--parents"]),
@@ -176,6 +185,7 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
         ("conductance", "s", &["--seed", "7"]),
         ("wcc-lp", "u", &[]),
         ("mis-gas", "u", &["--seed", "3"]),
+        ("scc", "r", &[]),
     ];
     for (algo, store, extra) in cases {
         let mut a = vec!["run", algo, store, "--out", "ref.txt"];
@@ -184,7 +194,11 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
         std::fs::rename(d.join("ref.txt"), d.join(format!("ref-{algo}.txt"))).unwrap();
     }
     for np in [1usize, 2, 4] {
-        for (name, undirected) in [("s", false), ("u", true)] {
+        for (name, extra) in [
+            ("s", None),
+            ("u", Some("--undirected")),
+            ("r", Some("--with-reverse")),
+        ] {
             let dir = format!("d{np}{name}");
             let mut a = vec![
                 "dist",
@@ -199,9 +213,7 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
                 "--memory",
                 "64M",
             ];
-            if undirected {
-                a.push("--undirected");
-            }
+            a.extend(extra);
             ok(mpirun(np, &bin, &a, d), &format!("dist ingest -np {np}"));
             for r in 0..np {
                 assert!(d

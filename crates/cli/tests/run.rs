@@ -395,3 +395,91 @@ fn budgets_below_the_floor_are_refused_at_once_by_every_command() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn scc_labels_components_in_user_ids_on_a_store_with_marked_reverse_edges() {
+    let d = tempfile::tempdir().unwrap();
+    // 10 -> 20 -> 30 -> 10 and 1000 <-> 2000 are components; 7 and 5 (a
+    // self-loop) are alone; 30 -> 1000 and 7 -> 10 join components one way.
+    let input = d.path().join("c.txt");
+    std::fs::write(
+        &input,
+        "10 20\n20 30\n30 10\n30 1000\n1000 2000\n2000 1000\n5 5\n7 10\n",
+    )
+    .unwrap();
+    let out = d.path().join("c");
+    let o = run(&[
+        "ingest",
+        s(&input),
+        "-o",
+        s(&out),
+        "--remap",
+        "--with-reverse",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(&["info", s(&out)]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("16 (directed, each edge's reverse stored with a negative weight"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let want = "5 5\n7 7\n10 10\n20 10\n30 10\n1000 1000\n2000 1000\n";
+    for engine in ["stream", "external", "sortreduce"] {
+        assert_eq!(
+            result(d.path(), &["scc", s(&out), "--engine", engine]),
+            want,
+            "{engine}"
+        );
+    }
+    // scc on a store without the reverse edges, sssp on one with them.
+    let plain = d.path().join("p");
+    assert!(run(&["ingest", s(&input), "-o", s(&plain), "--remap"])
+        .status
+        .success());
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "scc", s(&plain)],
+            "scc follows edges backwards, so it needs a store holding each edge's reverse marked",
+        ),
+        (
+            &["run", "sssp", s(&out), "--root", "10"],
+            "sssp reads edge weights, but",
+        ),
+        (
+            &["run", "spmv", s(&out), "--engine", "external"],
+            "spmv reads edge weights, but",
+        ),
+        (
+            &["run", "sssp", s(&out), "--root", "10", "--engine", "vertex"],
+            "sssp reads edge weights, but",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(needle), "{args:?}: {}", err(&o));
+    }
+}
+
+#[test]
+fn with_reverse_refuses_negative_weights_and_clashing_options() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("n.txt");
+    std::fs::write(&input, "1 2 0.5\n2 3 -1.5\n").unwrap();
+    let out = d.path().join("n");
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "--with-reverse marks reverse edges by the sign of the weight, so weights must be non-negative; edge (2, 3) has weight -1.5"),
+        (&["--dedup"], "--with-reverse cannot be combined with --dedup"),
+        (&["--no-weights"], "--with-reverse cannot be combined with --no-weights"),
+        (&["--undirected"], "cannot be used with"),
+    ];
+    for (extra, needle) in cases {
+        let mut a = vec!["ingest", s(&input), "-o", s(&out), "--with-reverse"];
+        a.extend_from_slice(extra);
+        let o = run(&a);
+        assert_ne!(o.status.code(), Some(0), "{extra:?}");
+        assert!(err(&o).contains(needle), "{extra:?}: {}", err(&o));
+        assert!(!out.exists(), "{extra:?}: a refused ingest leaves no store");
+    }
+}

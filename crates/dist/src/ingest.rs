@@ -228,6 +228,7 @@ fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<(Plan, Op
         edges: s.edges(),
         weighted: s.weighted(),
         directed: m.directed,
+        reverse_marked: m.reverse_marked,
         partitions,
         partition_vertices,
         vertex_chunk: if opts.vertex_chunk > 0 {

@@ -34,6 +34,9 @@ pub struct Plan {
     pub edges: u64,
     pub weighted: bool,
     pub directed: bool,
+    /// Each edge's reverse is stored with the weight's sign bit set.
+    #[serde(default)]
+    pub reverse_marked: bool,
     pub partitions: u32,
     /// Vertices per partition (the last may hold fewer).
     pub partition_vertices: u64,

@@ -113,6 +113,7 @@ fn dist_try(
                     let facts = GraphFacts {
                         vertices: m.plan.vertices,
                         directed: m.plan.directed,
+                        reverse_marked: m.plan.reverse_marked,
                         dir,
                         ids: &|| Ok(ids.clone()),
                     };
@@ -158,10 +159,19 @@ fn dist_run(
 }
 
 fn check(kind: GenKind, weighted: bool, undirected: bool) {
+    check_with(kind, weighted, undirected, false)
+}
+
+/// `with_reverse`: the store holds marked reverse edges, and scc runs on it
+/// (only scc: the others run on the plain stores).
+fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let n = kind.vertices();
     let inp = input(tmp.path(), kind, weighted);
-    let io = ingest_opts(undirected, n);
+    let io = IngestOptions {
+        with_reverse,
+        ..ingest_opts(undirected, n)
+    };
     let store_dir = tmp.path().join("store");
     outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
     let store = Store::open(&store_dir).unwrap();
@@ -174,9 +184,11 @@ fn check(kind: GenKind, weighted: bool, undirected: bool) {
         Algo::Spmv,
         Algo::Conductance,
         Algo::MisGas,
+        Algo::Scc,
     ]
     .into_iter()
     .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas) || undirected)
+    .filter(|&a| (a == Algo::Scc) == with_reverse)
     .collect();
     let root = (n / 3) as u32;
     let mut want = Vec::new();
@@ -236,6 +248,28 @@ fn kronecker_weighted_directed() {
         },
         true,
         false,
+    );
+}
+
+#[test]
+fn scc_on_marked_reverse_edges() {
+    check_with(
+        GenKind::Kronecker {
+            scale: 9,
+            edge_factor: 4,
+        },
+        true,
+        false,
+        true,
+    );
+    check_with(
+        GenKind::Uniform {
+            vertices: 600,
+            edges: 800,
+        },
+        false,
+        false,
+        true,
     );
 }
 

@@ -90,6 +90,9 @@ pub struct StoreInfo {
     pub vertices: u64,
     pub edges: u64,
     pub directed: bool,
+    /// Each edge and its reverse stored, the reverse marked by a negative
+    /// weight (`--with-reverse`).
+    pub reverse_marked: bool,
     pub weighted: bool,
     pub self_loops: u64,
     /// Stored edges repeating a (source, target) pair (0 after `--dedup`).
@@ -247,6 +250,7 @@ pub fn store_info(store: &Store, verify: bool) -> Result<StoreInfo> {
         vertices: m.vertices,
         edges: m.edges,
         directed: m.directed,
+        reverse_marked: m.reverse_marked,
         weighted: m.weighted,
         self_loops: m.self_loops,
         parallel_edges: m.parallel_edges,

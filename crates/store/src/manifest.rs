@@ -61,6 +61,8 @@ pub fn reseal_for_tests(dir: &Path) {
 pub struct IngestRecord {
     pub inputs: Vec<String>,
     pub undirected: bool,
+    #[serde(default)]
+    pub with_reverse: bool,
     pub dedup: bool,
     pub drop_self_loops: bool,
     pub remap: bool,
@@ -77,6 +79,10 @@ pub struct Manifest {
     pub edges: u64,
     /// False when the store holds both directions of every edge (`--undirected`).
     pub directed: bool,
+    /// The store holds each edge and its reverse, the reverse with the weight's
+    /// sign bit set (`--with-reverse`; `directed` is then false).
+    #[serde(default)]
+    pub reverse_marked: bool,
     pub weighted: bool,
     pub self_loops: u64,
     /// Stored edges repeating a (source, target) pair already stored: a pair

@@ -115,6 +115,63 @@ pub fn wcc(g: &MemGraph) -> Vec<u32> {
     (0..g.n).map(|v| find(&mut pa, v)).collect()
 }
 
+/// Strongly connected components by Kosaraju's two searches (iterative): a
+/// post-order over the edges, then searches over the reversed edges in reverse
+/// post-order; each vertex labelled with the smallest id of its component.
+pub fn scc(g: &MemGraph) -> Vec<u32> {
+    let n = g.n as usize;
+    let mut fwd = vec![Vec::new(); n];
+    let mut rev = vec![Vec::new(); n];
+    for &(u, v, _) in &g.edges {
+        fwd[u as usize].push(v);
+        rev[v as usize].push(u);
+    }
+    let mut seen = vec![false; n];
+    let mut post = Vec::with_capacity(n);
+    for s in 0..n {
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let mut stack = vec![(s, 0usize)];
+        while let Some((v, i)) = stack.pop() {
+            if let Some(&w) = fwd[v].get(i) {
+                stack.push((v, i + 1));
+                if !seen[w as usize] {
+                    seen[w as usize] = true;
+                    stack.push((w as usize, 0));
+                }
+            } else {
+                post.push(v);
+            }
+        }
+    }
+    let mut comp = vec![u32::MAX; n];
+    for &s in post.iter().rev() {
+        if comp[s] != u32::MAX {
+            continue;
+        }
+        let mut members = vec![s];
+        comp[s] = s as u32;
+        let mut i = 0;
+        while i < members.len() {
+            let v = members[i];
+            i += 1;
+            for &u in &rev[v] {
+                if comp[u as usize] == u32::MAX {
+                    comp[u as usize] = s as u32;
+                    members.push(u as usize);
+                }
+            }
+        }
+        let smallest = *members.iter().min().expect("nonempty") as u32;
+        for v in members {
+            comp[v] = smallest;
+        }
+    }
+    comp
+}
+
 /// The greedy maximal independent set in id order (lexicographically first);
 /// self-loops ignored.
 pub fn greedy_mis(g: &MemGraph) -> Vec<bool> {

@@ -65,6 +65,10 @@ pub struct IngestOptions {
     pub format: Option<Format>,
     /// Store both directions of every edge.
     pub undirected: bool,
+    /// Store each edge `(u, v, w)` and its reverse `(v, u)` with the weight's
+    /// sign bit set, so programs that follow edges backwards (scc) can tell the
+    /// reverse ones; the store is weighted and weights must not be negative.
+    pub with_reverse: bool,
     /// `Some(true)`: require weights; `Some(false)`: drop them; `None`: keep them when
     /// every input has them.
     pub weighted: Option<bool>,
@@ -99,6 +103,7 @@ impl Default for IngestOptions {
         IngestOptions {
             format: None,
             undirected: false,
+            with_reverse: false,
             weighted: None,
             remap: false,
             dedup: false,
@@ -183,6 +188,27 @@ pub fn ingest(
             outcore_io::format_bytes(opts.memory)
         )));
     }
+    if opts.with_reverse {
+        let clash = [
+            (
+                opts.undirected,
+                "--undirected (it stores both directions unmarked)",
+            ),
+            (
+                opts.dedup,
+                "--dedup (it would merge an edge with the reverse of another)",
+            ),
+            (
+                opts.weighted == Some(false),
+                "--no-weights (the weight's sign marks a reverse edge)",
+            ),
+        ];
+        if let Some((_, what)) = clash.iter().find(|c| c.0) {
+            return Err(StoreError::Invalid(format!(
+                "--with-reverse cannot be combined with {what}"
+            )));
+        }
+    }
     if let Some(p) = opts.partitions {
         if p == 0 || p > 4096 {
             return Err(StoreError::Invalid(format!(
@@ -238,7 +264,8 @@ pub fn ingest(
                     inputs[b].display()
                 )));
             }
-            w == probes.len()
+            // Unweighted inputs get weight 1 when the sign marks reverse edges.
+            w == probes.len() || opts.with_reverse
         }
     };
     let base = probes[0].one_based as u64;
@@ -417,18 +444,29 @@ struct Ctx<'a> {
     relabel: Option<&'a Relabel<'a>>,
 }
 
+/// Pushes edge `(u, v, w)` (and its reverse for `--undirected` and
+/// `--with-reverse`); `user` gives the user's ids for an error.
 fn push_edge<R: Record>(
     s: &mut ExternalSorter<R>,
     u: u32,
     v: u32,
     w: f32,
     opts: &IngestOptions,
+    user: impl Fn() -> (u64, u64),
 ) -> Result<()> {
     if u == v && opts.drop_self_loops {
         return Ok(());
     }
     s.push(R::new(u, v, w))?;
-    if opts.undirected && u != v {
+    if opts.with_reverse {
+        if w.is_sign_negative() || w.is_nan() {
+            let (a, b) = user();
+            return Err(StoreError::Invalid(format!(
+                "--with-reverse marks reverse edges by the sign of the weight, so weights must be non-negative; edge ({a}, {b}) has weight {w}"
+            )));
+        }
+        s.push(R::new(v, u, -w))?;
+    } else if opts.undirected && u != v {
         s.push(R::new(v, u, w))?;
     }
     Ok(())
@@ -463,6 +501,7 @@ fn parse_all<R: Record>(
                 && std::mem::size_of::<R>() == 8
                 && base == 0
                 && !c.opts.undirected
+                && !c.opts.with_reverse
                 && !c.opts.drop_self_loops;
             let mut pairs = |pairs: &[[u32; 2]]| -> Result<()> {
                 cell.borrow_mut()
@@ -484,6 +523,7 @@ fn parse_all<R: Record>(
                             (e.v - base) as u32,
                             e.w,
                             c.opts,
+                            || (e.u, e.v),
                         )?;
                     }
                     input_edges.set(input_edges.get() + edges.len() as u64);
@@ -590,7 +630,9 @@ fn parse_all<R: Record>(
             })
             .collect();
         for (u, v, w) in mapped {
-            push_edge(sorter, u, v, w, c.opts)?;
+            push_edge(sorter, u, v, w, c.opts, || {
+                (ids[u as usize], ids[v as usize])
+            })?;
         }
         off += n as u64;
         c.obs.advance(off / 20, off / 20);
@@ -714,7 +756,12 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         edges,
         directed: c
             .relabel
-            .map_or(!opts.undirected, |r| r.store.manifest().directed),
+            .map_or(!opts.undirected && !opts.with_reverse, |r| {
+                r.store.manifest().directed
+            }),
+        reverse_marked: c
+            .relabel
+            .map_or(opts.with_reverse, |r| r.store.manifest().reverse_marked),
         weighted: R::WEIGHTED,
         self_loops: counts.self_loops,
         parallel_edges: counts.parallel,
@@ -726,6 +773,7 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
         ingest: IngestRecord {
             inputs: c.inputs.iter().map(|p| p.display().to_string()).collect(),
             undirected: opts.undirected,
+            with_reverse: opts.with_reverse,
             dedup: opts.dedup,
             drop_self_loops: opts.drop_self_loops,
             remap: opts.remap,
