@@ -127,7 +127,7 @@ _RUN_OPTIONS = """
 
 def _with_run_options(cls):
     for name in ("run", "bfs", "sssp", "wcc", "wcc_lp", "mis", "mis_luby", "pagerank",
-                 "pagerank_delta", "spmv", "conductance", "mis_gas", "scc", "diam", "bc", "apsp"):
+                 "pagerank_delta", "spmv", "conductance", "mis_gas", "scc", "bp", "diam", "bc", "apsp"):
         fn = getattr(cls, name)
         fn.__doc__ = (fn.__doc__ or "").rstrip() + _RUN_OPTIONS
     return cls
@@ -269,6 +269,16 @@ class Store:
         (label) of its component. Needs a store ingested with
         ``with_reverse=True`` (the algorithm follows edges backwards)."""
         return self.run("scc", progress, **options)
+
+    def bp(self, *, coupling: float = 0.001, seed: int = 1, progress: Any = None,
+           **options: Any) -> Result:
+        """Belief propagation, linearized (Gatterbauer et al., VLDB 2015; two
+        classes, homophily ``coupling`` h): values are each vertex's belief in
+        class 1 from priors a ``seed`` gives a tenth of the vertices; runs until
+        ``tolerance`` (L1) or ``iterations`` (default 100). Converges when
+        2h(1 + 2h) times the largest degree is below 1. Needs a store holding
+        both directions."""
+        return self.run("bp", progress, coupling=coupling, seed=seed, **options)
 
     def conductance(self, *, seed: int = 1, progress: Any = None, **options: Any) -> Result:
         """Conductance of the vertex set a seed draws at random: values are 1 for

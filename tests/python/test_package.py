@@ -168,6 +168,19 @@ def test_scc_against_networkx_on_every_engine(work):
         outcore.ingest(G, work / "plain.store", progress=False).scc(progress=False)
 
 
+def test_bp_homophily_on_every_engine(work):
+    # Two dense communities joined by a few edges: beliefs follow the priors
+    # inside each community; every engine gives the same beliefs.
+    G = nx.planted_partition_graph(2, 60, 0.3, 0.01, seed=4)
+    s = outcore.ingest(G, work / "bp.store", progress=False)
+    runs = [s.bp(coupling=0.01, seed=3, engine=e, verify=True, progress=False)
+            for e in ("stream", "external", "sortreduce")]
+    for r in runs[1:]:
+        assert np.allclose(r.values, runs[0].values, rtol=1e-12, atol=0)
+    assert "converged to --tolerance" in runs[0].summary
+    assert len(runs[0]) == 120
+
+
 def test_conductance_against_networkx(work):
     G = nx.gnm_random_graph(400, 2400, seed=9, directed=True)
     s = outcore.ingest(G, work / "cond.store", progress=False)

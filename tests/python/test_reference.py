@@ -209,6 +209,69 @@ def test_wcc_matches_scipy(name, algo, work):
     assert np.array_equal(got, smallest[lab])
 
 
+MASK = (1 << 64) - 1
+
+
+def splitmix(z):
+    """SplitMix64's output function (the prior's hash, as the docs state it)."""
+    z = (z + 0x9E3779B97F4A7C15) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def bp_priors(n, seed):
+    rot = ((seed << 41) | (seed >> 23)) & MASK
+    e = np.zeros(n)
+    for v in range(n):
+        r = splitmix(v ^ rot ^ 0x5BD1E995)
+        if r % 10 == 0:
+            e[v] = 0.1 if (r >> 32) & 1 else -0.1
+    return e
+
+
+@pytest.mark.parametrize("name", ["facebook", "lux"])
+@pytest.mark.parametrize("engine", ["stream", "external"])
+def test_bp_matches_a_scipy_recurrence(name, engine, work):
+    """Linearized BP (Gatterbauer et al. VLDB'15): x <- e + 2h A^T x - 4h^2 D x,
+    on the graph stored both ways, against scipy's sparse products."""
+    g, _ = graph(name, work)
+    file, flags = SHARED / GRAPHS[name][0], GRAPHS[name][1]
+    store = work / f"{name}.und.store"
+    if not store.exists():
+        outcore("ingest", file, "-o", store, "--undirected", *flags)
+    h, seed = 0.002, 5
+    out = work / f"{name}.bp.{engine}"
+    r = outcore("run", "bp", store, "--engine", engine, "--coupling", h, "--seed", seed,
+                "--out", out, "--verify")
+    _, vals = read_result(out)
+    got = np.array([float(x) for x in vals])
+    # Both directions of every input edge, a self-loop once, parallel edges kept
+    # (a symmetric Matrix Market file is parsed both ways already).
+    if file.name.endswith(".mtx.gz"):
+        u, v = g.u, g.v
+    else:
+        loops = g.u == g.v
+        u = np.concatenate([g.u, g.v[~loops]])
+        v = np.concatenate([g.v, g.u[~loops]])
+    A = sp.csr_matrix((np.ones(len(u)), (u, v)), shape=(g.n, g.n))
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    e = bp_priors(g.n, seed)
+    x = e.copy()
+    for it in range(1, 101):
+        nxt = e + 2 * h * (A.T @ x) - 4 * h * h * deg * x
+        change = np.abs(nxt - x).sum()
+        x = nxt
+        if change <= 1e-7:
+            break
+    assert f"converged to --tolerance 1e-7 in {it} iterations" in r.stderr, r.stderr
+    assert np.abs(got - 0.5 - x).sum() <= 1e-9 * np.abs(x).sum()
+    # Homophily: a labelled vertex's neighbours lean its way more often than not.
+    lean = np.sign(got - 0.5)
+    agree = [lean[b] == np.sign(e[a]) for a, b in zip(u, v) if e[a] != 0 and e[b] == 0 and lean[b] != 0]
+    assert len(agree) > 0 and np.mean(agree) > 0.5
+
+
 @pytest.mark.parametrize("name", ["wiki", "facebook", "kron"])
 @pytest.mark.parametrize("engine", ["stream", "external"])
 def test_scc_matches_scipy_and_networkx(name, engine, work):

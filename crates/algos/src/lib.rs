@@ -2,7 +2,9 @@
 //!
 //! * [`programs`]: the edge programs ([`outcore_engine::EdgeProgram`]) — bfs,
 //!   sssp, wcc-lp (label propagation), pagerank (LDBC Graphalytics definition),
-//!   pagerank-delta and spmv. The same definition runs on every engine: the
+//!   pagerank-delta, spmv, conductance and mis-gas; [`scc`] (forward colouring,
+//!   backward marking over a store with marked reverse edges) and [`bp`]
+//!   (linearized belief propagation) in modules of their own. The same definition runs on every engine: the
 //!   streaming engine (CLIP ATC'17: in-place relaxation with loaded-data re-entry,
 //!   §3.1, for the relaxation programs; one synchronous pass per iteration for the
 //!   others), the jobs engine (GraphCP FCS'24 §3.6), the external engine (V-Part
@@ -26,6 +28,7 @@
 //! ids (ingest assigns them in sorted order), so writing them in dense order is
 //! writing them in ascending user-id order.
 
+pub mod bp;
 pub mod jobs;
 pub mod mis;
 pub mod mis_luby;
@@ -70,10 +73,11 @@ pub enum Algo {
     Conductance,
     MisGas,
     Scc,
+    Bp,
 }
 
 impl Algo {
-    pub const ALL: [Algo; 12] = [
+    pub const ALL: [Algo; 13] = [
         Algo::Bfs,
         Algo::Sssp,
         Algo::Wcc,
@@ -86,6 +90,7 @@ impl Algo {
         Algo::Conductance,
         Algo::MisGas,
         Algo::Scc,
+        Algo::Bp,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -101,6 +106,7 @@ impl Algo {
             Algo::Conductance => "conductance",
             Algo::MisGas => "mis-gas",
             Algo::Scc => "scc",
+            Algo::Bp => "bp",
         }
     }
     pub fn from_name(s: &str) -> Option<Algo> {
@@ -146,10 +152,19 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
         Algo::Conductance => program(&Conductance { seed: 1 }),
         Algo::MisGas => program(&MisGas { seed: 1, cap }),
         Algo::Scc => program(&crate::scc::Scc { cap }),
+        Algo::Bp => program(&crate::bp::Bp {
+            coupling: 0.0,
+            seed: 1,
+            tolerance: 0.0,
+            iterations: 1,
+        }),
         Algo::Wcc | Algo::Mis => 4,
         Algo::MisLuby => 8,
     }
 }
+
+/// bp's default coupling strength.
+pub const DEFAULT_COUPLING: f64 = 0.001;
 
 /// Parameters shared by the algorithms (ids are dense here).
 #[derive(Debug, Clone)]
@@ -161,6 +176,8 @@ pub struct Params {
     pub tolerance: f64,
     pub damping: f64,
     pub seed: u64,
+    /// bp: the coupling (homophily) strength `h` of linearized BP.
+    pub coupling: f64,
 }
 
 impl Default for Params {
@@ -171,6 +188,7 @@ impl Default for Params {
             tolerance: 1e-7,
             damping: 0.85,
             seed: 1,
+            coupling: DEFAULT_COUPLING,
         }
     }
 }

@@ -599,6 +599,7 @@ pub fn external_supported(algo: Algo) -> bool {
             | Algo::Conductance
             | Algo::MisGas
             | Algo::Scc
+            | Algo::Bp
     )
 }
 
@@ -608,6 +609,7 @@ pub fn external_bytes_per_vertex(algo: Algo) -> u64 {
         Algo::PageRankDelta => 44,
         Algo::WccLp => 24,
         Algo::Scc => 32,
+        Algo::Bp => 36,
         _ => 28,
     }
 }
@@ -712,9 +714,32 @@ pub fn run_program_on<R: ProgramRunner>(
             }
             scc_result(name_bad_edge(g, e.run_program(&Scc { cap }))?)
         }
+        Algo::Bp => {
+            if g.directed {
+                return Err(AlgoError::Invalid(format!(
+                    "bp propagates beliefs over an undirected graph, so it needs a store holding both directions; {} is directed (ingest with --undirected)",
+                    g.dir.display()
+                )));
+            }
+            let h = p.coupling;
+            if !(h > 0.0 && h < 0.5) {
+                return Err(AlgoError::Invalid(format!(
+                    "--coupling {h}: must be between 0 and 0.5"
+                )));
+            }
+            let iterations = p.iterations.unwrap_or(crate::bp::BP_ITERATIONS);
+            let prog = crate::bp::Bp {
+                coupling: h,
+                seed: p.seed,
+                tolerance: p.tolerance,
+                iterations,
+            };
+            let b = name_bad_edge(g, e.run_program(&prog))?;
+            bp_result(b, e.iterations(), iterations, p)
+        }
         other => {
             return Err(AlgoError::Invalid(format!(
-                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas, scc)",
+                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas, scc, bp)",
                 other.name()
             )))
         }
@@ -754,6 +779,28 @@ pub fn scc_result(l: VertexArray<u32>) -> (Output, String) {
     (
         Output::Labels(l),
         format!("{n} strongly connected components"),
+    )
+}
+
+/// Beliefs of bp and their summary line: how many lean to class 1, and whether
+/// the run converged to `--tolerance` or stopped at the iteration cap.
+pub fn bp_result(b: VertexArray<f64>, done: u64, cap: u64, p: &Params) -> (Output, String) {
+    let up = b.iter().filter(|&&x| x > 0.5).count();
+    let down = b.iter().filter(|&&x| x < 0.5).count();
+    let how = if done < cap {
+        format!(
+            "converged to --tolerance {:e} in {done} iterations",
+            p.tolerance
+        )
+    } else {
+        format!(
+            "stopped after {done} iterations, not converged to --tolerance {:e} (linearized BP converges when 2h(1 + 2h) times the largest degree is below 1; h = --coupling {})",
+            p.tolerance, p.coupling
+        )
+    };
+    (
+        Output::Values(b),
+        format!("{up} vertices lean to class 1, {down} to class 0; {how}"),
     )
 }
 

@@ -133,7 +133,7 @@ fn check(store: &Store, g: &MemGraph, cfg: &StreamConfig, what: &str) {
     let ref_spmv = reference::spmv(g);
     let marked = store.manifest().reverse_marked;
     for algo in Algo::ALL {
-        if algo == Algo::MisGas && store.manifest().directed {
+        if matches!(algo, Algo::MisGas | Algo::Bp) && store.manifest().directed {
             // Refused by name on a directed store (tested in the CLI's tests).
             continue;
         }
@@ -197,6 +197,13 @@ fn check(store: &Store, g: &MemGraph, cfg: &StreamConfig, what: &str) {
                     let want = match algo {
                         Algo::PageRank => ref_pr.clone(),
                         Algo::PageRankDelta => reference::pagerank(g, 0.85, 200),
+                        Algo::Bp => {
+                            let e: Vec<f64> = (0..g.n)
+                                .map(|v| outcore_algos::bp::bp_prior(v, params.seed))
+                                .collect();
+                            let cap = outcore_algos::bp::BP_ITERATIONS;
+                            reference::linbp(g, &e, params.coupling, params.tolerance, cap)
+                        }
                         _ => ref_spmv.clone(),
                     };
                     // Delta PageRank stops within tolerance / (1 - d) of the fixed point.

@@ -91,7 +91,9 @@ fn check(store: &Store, ks: &[u32]) {
     let algos: Vec<Algo> = Algo::ALL
         .into_iter()
         .filter(|&a| external_supported(a))
-        .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas) || !store.manifest().directed)
+        .filter(|&a| {
+            !matches!(a, Algo::WccLp | Algo::MisGas | Algo::Bp) || !store.manifest().directed
+        })
         // scc on stores with marked reverse edges, only scc there.
         .filter(|&a| (a == Algo::Scc) == store.manifest().reverse_marked)
         .collect();

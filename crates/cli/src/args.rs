@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// PageRank damping factor.
     #[arg(long, default_value_t = 0.85)]
     pub damping: f64,
+    /// bp: coupling (homophily) strength h of linearized belief propagation,
+    /// between 0 and 0.5; it converges when 2h(1 + 2h) x the largest degree < 1.
+    #[arg(long, default_value_t = outcore_algos::DEFAULT_COUPLING)]
+    pub coupling: f64,
     /// Seed of randomized algorithms (mis-luby; diam's start, bc and apsp sources).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -116,6 +120,7 @@ impl RunArgs {
             iterations: None,
             tolerance: 1e-7,
             damping: 0.85,
+            coupling: outcore_algos::DEFAULT_COUPLING,
             seed: 1,
             parents: false,
             order: OrderArg::Row,

@@ -72,7 +72,7 @@ pub struct DistIngestArgs {
 
 #[derive(Args)]
 pub struct DistRunArgs {
-    /// bfs, sssp, wcc-lp and mis-gas (on an undirected store), pagerank, pagerank-delta, spmv, conductance, scc (on a store ingested --with-reverse).
+    /// bfs, sssp, wcc-lp and mis-gas (on an undirected store), pagerank, pagerank-delta, spmv, conductance, scc (on a store ingested --with-reverse), bp (undirected).
     pub algo: String,
     /// The distributed store (made by `dist ingest` with the same number of ranks).
     pub dir: PathBuf,
@@ -91,6 +91,9 @@ pub struct DistRunArgs {
     /// PageRank damping factor.
     #[arg(long, default_value_t = 0.85)]
     pub damping: f64,
+    /// bp: coupling strength h of linearized belief propagation (0 < h < 0.5).
+    #[arg(long, default_value_t = outcore_algos::DEFAULT_COUPLING)]
+    pub coupling: f64,
     /// Write BFS/SSSP parents too.
     #[arg(long)]
     pub parents: bool,
@@ -238,7 +241,7 @@ mod with_mpi {
         };
         if !outcore_algos::programs::external_supported(algo) {
             bail!(
-                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance, scc)",
+                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance, scc, bp)",
                 algo.name()
             );
         }
@@ -270,6 +273,7 @@ mod with_mpi {
             tolerance: a.tolerance,
             damping: a.damping,
             seed: a.seed,
+            coupling: a.coupling,
         };
         let facts = GraphFacts {
             vertices: m.plan.vertices,

@@ -88,6 +88,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         tolerance: a.tolerance,
         damping: a.damping,
         seed: a.seed,
+        coupling: a.coupling,
     };
     let mut engine = StreamEngine::new(&store, cfg)?;
     let choice = crate::external::choose(&a, &store, algo, engine.budget().remaining());

@@ -185,9 +185,10 @@ fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: boo
         Algo::Conductance,
         Algo::MisGas,
         Algo::Scc,
+        Algo::Bp,
     ]
     .into_iter()
-    .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas) || undirected)
+    .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas | Algo::Bp) || undirected)
     .filter(|&a| (a == Algo::Scc) == with_reverse)
     .collect();
     let root = (n / 3) as u32;

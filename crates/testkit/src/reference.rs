@@ -115,6 +115,34 @@ pub fn wcc(g: &MemGraph) -> Vec<u32> {
     (0..g.n).map(|v| find(&mut pa, v)).collect()
 }
 
+/// Linearized belief propagation (Gatterbauer et al. VLDB'15, two classes):
+/// `x <- e + 2h A^T x - 4h^2 D x` from `x = e`, `D` the out-degrees, until an
+/// iteration changes `x` by at most `tolerance` (L1) or after `cap`
+/// iterations; returns the beliefs `1/2 + x`.
+pub fn linbp(g: &MemGraph, e: &[f64], h: f64, tolerance: f64, cap: u64) -> Vec<f64> {
+    let n = g.n as usize;
+    let mut deg = vec![0f64; n];
+    for &(u, _, _) in &g.edges {
+        deg[u as usize] += 1.0;
+    }
+    let mut x = e.to_vec();
+    for _ in 0..cap {
+        let mut s = vec![0f64; n];
+        for &(u, v, _) in &g.edges {
+            s[v as usize] += x[u as usize];
+        }
+        let next: Vec<f64> = (0..n)
+            .map(|v| e[v] + 2.0 * h * s[v] - 4.0 * h * h * deg[v] * x[v])
+            .collect();
+        let change: f64 = next.iter().zip(&x).map(|(a, b)| (a - b).abs()).sum();
+        x = next;
+        if change <= tolerance {
+            break;
+        }
+    }
+    x.iter().map(|x| 0.5 + x).collect()
+}
+
 /// Strongly connected components by Kosaraju's two searches (iterative): a
 /// post-order over the edges, then searches over the reversed edges in reverse
 /// post-order; each vertex labelled with the smallest id of its component.
