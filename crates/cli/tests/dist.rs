@@ -253,8 +253,18 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
                 serde_json::from_str(&std::fs::read_to_string(d.join("st.json")).unwrap()).unwrap();
             assert_eq!(st["per_rank"].as_array().unwrap().len(), np);
             for r in st["per_rank"].as_array().unwrap() {
-                for k in ["stolen_chunks", "bytes_sent", "bytes_received"] {
+                for k in [
+                    "stolen_chunks",
+                    "bytes_sent",
+                    "bytes_received",
+                    "updates_combined",
+                ] {
                     assert!(r[k].is_u64(), "{k} in {r}");
+                }
+                if np == 1 {
+                    // One rank masters every partition, and their accumulators
+                    // fit: no update is stored.
+                    assert_eq!(r["updates_sent"], 0, "{algo}: {r}");
                 }
                 assert!(r["idle_seconds"].is_f64(), "{r}");
             }

@@ -72,6 +72,10 @@ pub struct DistConfig {
     pub fail_at: Option<FailAt>,
     /// Idle engines help other masters (§5.3).
     pub steal: bool,
+    /// Bytes of accumulators kept in memory from scatter to gather for the
+    /// partitions this rank masters (their updates are combined at once, not
+    /// stored); `None`: an eighth of `memory`.
+    pub resident_bytes: Option<u64>,
 }
 
 /// Iterations between checkpoints unless told otherwise.
@@ -90,6 +94,7 @@ impl DistConfig {
             run_key: String::new(),
             fail_at: None,
             steal: true,
+            resident_bytes: None,
         }
     }
 }
@@ -102,6 +107,10 @@ pub struct RankStats {
     pub edges_processed: u64,
     pub edge_chunks_read: u64,
     pub updates_sent: u64,
+    /// Updates combined at once into the accumulators of a partition this
+    /// rank masters and holds in memory through the iteration (never sent).
+    #[serde(default)]
+    pub updates_combined: u64,
     pub update_chunks_sent: u64,
     pub update_chunks_read: u64,
     pub partitions_passed_over: u64,
@@ -642,16 +651,34 @@ fn take_checkpoint(ctx: &mut Ctx, it: u64, prev: &Aggregates, active: u64) -> Re
 }
 
 /// A scatter phase's update bins (one per destination partition, stored on a
-/// random rank when full) and the update bytes sent to each partition.
+/// random rank when full), the update bytes sent to each partition, and the
+/// accumulators of the partitions this rank masters and keeps in memory from
+/// scatter to gather (`resident`: first vertex, accumulators, updates
+/// combined), into which their updates are combined at once instead of being
+/// stored and read back.
 struct Scatter {
     it: u64,
     bins: Vec<Vec<u8>>,
     sent: Vec<u64>,
     bin_bytes: usize,
+    resident: Vec<Option<(u64, Vec<u64>, u64)>>,
 }
 
 impl Scatter {
-    fn push(&mut self, ctx: &mut Ctx, q: usize, v: u32, x: u64) -> Result<()> {
+    fn push<P: EdgeProgram>(
+        &mut self,
+        ctx: &mut Ctx,
+        prog: &P,
+        q: usize,
+        v: u32,
+        x: u64,
+    ) -> Result<()> {
+        if let Some((a, acc, n)) = &mut self.resident[q] {
+            let i = (v as u64 - *a) as usize;
+            acc[i] = prog.combine(acc[i], x);
+            *n += 1;
+            return Ok(());
+        }
         let bin = &mut self.bins[q];
         if bin.is_empty() {
             bin.reserve_exact(16 + self.bin_bytes);
@@ -719,6 +746,7 @@ fn scatter_part<P: EdgeProgram>(
     let (a, b) = plan.range(p);
     let n = plan.vertices;
     let weighted = plan.weighted && prog.weighted();
+    let finder = plan.partition_finder();
     let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
         ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
         ctx.stats.edge_chunks_read += 1;
@@ -758,7 +786,7 @@ fn scatter_part<P: EdgeProgram>(
                     w,
                 })
             })?;
-            sc.push(ctx, plan.partition_of(v) as usize, v, x)?;
+            sc.push(ctx, prog, finder.of(v), v, x)?;
         }
         ctx.stats.edges_processed += (data.len() / rb) as u64;
         Ok(())
@@ -894,6 +922,17 @@ fn compute<P: EdgeProgram>(
     let mut g = Globals { iteration: 0, prev };
     let bins_room = (cfg.memory / 4 / plan.partitions.max(1) as u64).max(64 << 10);
     let bin_bytes = (bins_room.min(plan.chunk_bytes) / 12 * 12).max(12) as usize;
+    // The partitions this rank masters whose accumulators stay in memory from
+    // scatter to gather: as many as fit an eighth of the budget, in order.
+    let mut resident = vec![false; plan.partitions as usize];
+    let mut room = cfg.resident_bytes.unwrap_or(cfg.memory / 8);
+    for &p in &mine {
+        let (a, b) = plan.range(p);
+        if 8 * (b - a) <= room {
+            room -= 8 * (b - a);
+            resident[p as usize] = true;
+        }
+    }
     while prog.proceed(done, &g.prev, active) {
         let it = done + 1;
         g.iteration = it;
@@ -906,6 +945,14 @@ fn compute<P: EdgeProgram>(
             bins: vec![Vec::new(); plan.partitions as usize],
             sent: vec![0; plan.partitions as usize],
             bin_bytes,
+            resident: (0..plan.partitions)
+                .map(|q| {
+                    resident[q as usize].then(|| {
+                        let (a, b) = plan.range(q);
+                        (a, vec![prog.identity(); (b - a) as usize], 0)
+                    })
+                })
+                .collect(),
         };
         for &p in &mine {
             let part = load(ctx, prog, p, degrees)?;
@@ -935,6 +982,7 @@ fn compute<P: EdgeProgram>(
             sc.flush(ctx, q)?;
         }
         let sent = std::mem::take(&mut sc.sent);
+        let mut kept = std::mem::take(&mut sc.resident);
         drop(sc);
         ctx.drain_acks(0)?;
         // Every update is stored: tell who received how many bytes (the barrier).
@@ -952,14 +1000,20 @@ fn compute<P: EdgeProgram>(
         ctx.board.lock().expect("board").begin(phase);
         let mut totals = Vec::new();
         for &p in &mine {
-            if received[p as usize] == 0 && prog.idle_without_messages() {
+            let local = kept[p as usize].take();
+            let combined = local.as_ref().map_or(0, |l| l.2);
+            ctx.stats.updates_combined += combined;
+            if received[p as usize] == 0 && combined == 0 && prog.idle_without_messages() {
                 ctx.board.lock().expect("board").finish(p);
                 ctx.stats.partitions_passed_over += 1;
                 continue;
             }
             let mut part = load(ctx, prog, p, degrees)?;
             let cnt = part.vals.len();
-            let mut acc = vec![prog.identity(); cnt];
+            let mut acc = match local {
+                Some((_, acc, _)) => acc,
+                None => vec![prog.identity(); cnt],
+            };
             // A helper sends its accumulators back.
             ctx.board
                 .lock()

@@ -53,6 +53,33 @@ pub struct Plan {
     pub parallel_edges: u64,
 }
 
+/// The partition of a vertex by a multiplication with the reciprocal of the
+/// partition size, corrected by one either way (exact: `v < 2^32`, so the
+/// product is off by less than one).
+#[derive(Debug, Clone, Copy)]
+pub struct PartitionFinder {
+    size: u64,
+    inverse: f64,
+    single: bool,
+}
+
+impl PartitionFinder {
+    #[inline(always)]
+    pub fn of(&self, v: u32) -> usize {
+        if self.single {
+            return 0;
+        }
+        let v = v as u64;
+        let mut q = (v as f64 * self.inverse) as u64;
+        if q * self.size > v {
+            q -= 1;
+        } else if (q + 1) * self.size <= v {
+            q += 1;
+        }
+        q as usize
+    }
+}
+
 impl Plan {
     /// Bytes of one edge record.
     pub fn record_bytes(&self) -> u64 {
@@ -65,6 +92,14 @@ impl Plan {
     /// The partition of vertex `v`.
     pub fn partition_of(&self, v: u32) -> u32 {
         (v as u64 / self.partition_vertices) as u32
+    }
+    /// [`Plan::partition_of`] without a division per call (the scatter loop's).
+    pub fn partition_finder(&self) -> PartitionFinder {
+        PartitionFinder {
+            size: self.partition_vertices.max(1),
+            inverse: 1.0 / self.partition_vertices.max(1) as f64,
+            single: self.partitions <= 1,
+        }
     }
     /// The vertex range `[a, b)` of partition `p`.
     pub fn range(&self, p: u32) -> (u64, u64) {
@@ -233,4 +268,39 @@ pub fn partitions_for(vertices: u64, ranks: u32, bytes_per_vertex: u64, vertex_m
     let per = (vertex_memory / bytes_per_vertex).max(1);
     let need = vertices.div_ceil(per).max(1);
     (need.div_ceil(ranks as u64) * ranks as u64).min(u32::MAX as u64) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PartitionFinder;
+
+    #[test]
+    fn the_partition_finder_divides_exactly() {
+        for size in [
+            1u64,
+            2,
+            3,
+            7,
+            1000,
+            65_537,
+            (1 << 20) + 3,
+            (1 << 31) - 1,
+            (1 << 32) - 5,
+        ] {
+            let f = PartitionFinder {
+                size,
+                inverse: 1.0 / size as f64,
+                single: false,
+            };
+            let mut vs: Vec<u64> = vec![0, 1, u32::MAX as u64, u32::MAX as u64 - 1];
+            for k in 1..2000u64 {
+                let b = k * size;
+                vs.extend([b.saturating_sub(1), b, b + 1]);
+                vs.push(k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32);
+            }
+            for v in vs.into_iter().filter(|&v| v <= u32::MAX as u64) {
+                assert_eq!(f.of(v as u32) as u64, v / size, "v {v} size {size}");
+            }
+        }
+    }
 }

@@ -201,12 +201,14 @@ fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: boo
         let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
         want.push((algo, p.clone(), run(&mut e, algo, &p).unwrap()));
     }
-    // (ranks, partitions, chunk bytes, vertex chunk, window)
-    for (ranks, partitions, chunk, vchunk, window) in [
-        (1, 0, 4 << 20, 0, 0),
-        (2, 4, 4096, 37, 1),
-        (4, 8, 1000, 100, 0),
-        (4, 4, 256, 0, 4),
+    // (ranks, partitions, chunk bytes, vertex chunk, window, resident
+    // accumulator bytes: all, none, about one of a rank's two partitions)
+    let one = Some(8 * n.div_ceil(8));
+    for (ranks, partitions, chunk, vchunk, window, resident) in [
+        (1, 0, 4 << 20, 0, 0, None),
+        (2, 4, 4096, 37, 1, Some(0)),
+        (4, 8, 1000, 100, 0, one),
+        (4, 4, 256, 0, 4, None),
     ] {
         let dir = tmp
             .path()
@@ -223,11 +225,12 @@ fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: boo
         let cfg = DistConfig {
             window,
             seed: 9,
+            resident_bytes: resident,
             ..DistConfig::new(64 << 20)
         };
         for (algo, p, w) in &want {
             let what = format!(
-                "{} ranks {ranks} partitions {partitions} chunk {chunk} vchunk {vchunk} window {window}",
+                "{} ranks {ranks} partitions {partitions} chunk {chunk} vchunk {vchunk} window {window} resident {resident:?}",
                 algo.name()
             );
             let r = dist_run(&dir, ranks, *algo, p, &cfg);
