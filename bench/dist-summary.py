@@ -72,6 +72,30 @@ for algo in ["bfs", "pagerank"]:
         f"| {med['dist'] / med['run1']:.2f} | {med['dist'] / med['run2']:.2f} |"
     )
 
+print("\n### Accumulators kept from scatter to gather: pagerank x5, Kronecker 20+r on 2^r ranks (medians)\n")
+print("| ranks | on: run s | off (--resident 0): run s | on / off | on: scatter s | off: scatter s | on: gather s | off: gather s | on: written MiB | off: written MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r in range(3):
+    s, n = 20 + r, 1 << r
+    row = {}
+    for mode in ["on", "off"]:
+        js = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, f"resident-{mode}-{s}-{n}-*.json")))]
+        if not js:
+            break
+        row[mode] = {
+            "secs": statistics.median(j["seconds"] for j in js),
+            "scatter": statistics.median(max(x["scatter_seconds"] for x in j["per_rank"]) for j in js),
+            "gather": statistics.median(max(x["gather_seconds"] for x in j["per_rank"]) for j in js),
+            "written": statistics.median(rank_sum(j, "bytes_written", True) for j in js),
+        }
+    if len(row) < 2:
+        continue
+    on, off = row["on"], row["off"]
+    print(
+        f"| {n} | {on['secs']:.2f} | {off['secs']:.2f} | {on['secs'] / off['secs']:.2f} | {on['scatter']:.2f} "
+        f"| {off['scatter']:.2f} | {on['gather']:.2f} | {off['gather']:.2f} | {mib(on['written'])} | {mib(off['written'])} |"
+    )
+
 print("\n### The request window and the model of §6.5: pagerank x5, Kronecker 21 on 4 ranks\n")
 print("R = request to reply at the computation engine, R_s = service time at the storage engine (means over chunk requests);")
 print("phi = R / R_s (equation 1); B = bytes read per busy storage second; predicted = rho(4,k) x 4 x B; measured = bytes read / run seconds.\n")

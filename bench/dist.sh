@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The distributed engine (Chaos) on this machine under mpirun: weak scaling
 # (Kronecker scale 20+r on 2^r ranks, r = 0..2), one rank against `outcore run`,
-# and the request window of §6.5. Every run starts with the store's files
+# resident accumulators on and off, and the request window of §6.5. Every run starts with the store's files
 # evicted from the page cache (posix_fadvise DONTNEED) and writes its --stats
 # JSON (with the mpirun wall time added) into OUT; bench/dist-summary.py OUT
 # turns them into the tables of docs/benchmarks.md.
@@ -93,6 +93,16 @@ for i in $(seq 1 "$reps"); do
   dist_run "one-pagerank-dist-$i" 20 1 pagerank --iterations 5
   one_run "one-pagerank-run1-$i" 20 pagerank --iterations 5 --threads 1
   one_run "one-pagerank-run2-$i" 20 pagerank --iterations 5 --threads 2
+done
+
+# Accumulators kept from scatter to gather against none (--resident 0:
+# every update stored and read back), alternating.
+for i in $(seq 1 "$reps"); do
+  for r in 0 1 2; do
+    s=$((20 + r)) n=$((1 << r))
+    dist_run "resident-on-$s-$n-$i" "$s" "$n" pagerank --iterations 5 --resident 128M
+    dist_run "resident-off-$s-$n-$i" "$s" "$n" pagerank --iterations 5 --resident 0
+  done
 done
 
 # The request window (§6.5) on 4 ranks.

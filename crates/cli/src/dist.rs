@@ -127,6 +127,12 @@ pub struct DistRunArgs {
     /// work stealing is on by default).
     #[arg(long)]
     pub no_steal: bool,
+    /// Memory for the accumulators of the partitions this rank masters, kept
+    /// from scatter to gather so that their updates are combined at once rather
+    /// than stored and read back (default: an eighth of --memory on one rank,
+    /// none on several; 0: none).
+    #[arg(long, value_parser = outcore_io::parse_size)]
+    pub resident: Option<u64>,
 }
 
 #[cfg(not(feature = "dist"))]
@@ -305,6 +311,7 @@ mod with_mpi {
                 run_key: format!("{} {params:?}", algo.name()),
                 fail_at,
                 steal: !a.no_steal,
+                resident_bytes: a.resident,
                 ..DistConfig::new(a.memory)
             },
             iterations: 0,

@@ -74,7 +74,9 @@ pub struct DistConfig {
     pub steal: bool,
     /// Bytes of accumulators kept in memory from scatter to gather for the
     /// partitions this rank masters (their updates are combined at once, not
-    /// stored); `None`: an eighth of `memory`.
+    /// stored); `None`: an eighth of `memory` on a single rank, none on
+    /// several (measured: 0.88x the time on one rank, 1.01x and 1.14x on 2 and
+    /// 4 ranks sharing two cores — docs/benchmarks.md).
     pub resident_bytes: Option<u64>,
 }
 
@@ -923,9 +925,12 @@ fn compute<P: EdgeProgram>(
     let bins_room = (cfg.memory / 4 / plan.partitions.max(1) as u64).max(64 << 10);
     let bin_bytes = (bins_room.min(plan.chunk_bytes) / 12 * 12).max(12) as usize;
     // The partitions this rank masters whose accumulators stay in memory from
-    // scatter to gather: as many as fit an eighth of the budget, in order.
+    // scatter to gather: as many as fit the room, in order.
     let mut resident = vec![false; plan.partitions as usize];
-    let mut room = cfg.resident_bytes.unwrap_or(cfg.memory / 8);
+    let alone = ctx.t.size() == 1;
+    let mut room = cfg
+        .resident_bytes
+        .unwrap_or(if alone { cfg.memory / 8 } else { 0 });
     for &p in &mine {
         let (a, b) = plan.range(p);
         if 8 * (b - a) <= room {

@@ -202,13 +202,14 @@ fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: boo
         want.push((algo, p.clone(), run(&mut e, algo, &p).unwrap()));
     }
     // (ranks, partitions, chunk bytes, vertex chunk, window, resident
-    // accumulator bytes: all, none, about one of a rank's two partitions)
+    // accumulator bytes: the default (all on one rank), none, about one of a
+    // rank's two partitions, all)
     let one = Some(8 * n.div_ceil(8));
     for (ranks, partitions, chunk, vchunk, window, resident) in [
         (1, 0, 4 << 20, 0, 0, None),
         (2, 4, 4096, 37, 1, Some(0)),
         (4, 8, 1000, 100, 0, one),
-        (4, 4, 256, 0, 4, None),
+        (4, 4, 256, 0, 4, Some(64 << 20)),
     ] {
         let dir = tmp
             .path()
