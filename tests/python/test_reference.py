@@ -88,6 +88,13 @@ class Graph:
         return sp.csr_matrix((data, (u[keep], v[keep])), shape=(self.n, self.n))
 
 
+def smallest_ids(g, k, lab):
+    """Each vertex's label: the smallest user id of its class (`lab` in 0..k)."""
+    smallest = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, lab, g.ids)
+    return smallest[lab]
+
+
 def read_result(path, cast=float):
     ids, vals = [], []
     with open(path) as f:
@@ -204,9 +211,7 @@ def test_wcc_matches_scipy(name, algo, work):
     _, vals = read_result(out)
     got = np.array([int(x) for x in vals])
     k, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
-    smallest = np.full(k, np.iinfo(np.int64).max)
-    np.minimum.at(smallest, lab, g.ids)
-    assert np.array_equal(got, smallest[lab])
+    assert np.array_equal(got, smallest_ids(g, k, lab))
 
 
 MASK = (1 << 64) - 1
@@ -286,9 +291,7 @@ def test_scc_matches_scipy_and_networkx(name, engine, work):
     _, vals = read_result(out)
     got = np.array([int(x) for x in vals])
     k, lab = cg.connected_components(g.matrix(), directed=True, connection="strong")
-    smallest = np.full(k, np.iinfo(np.int64).max)
-    np.minimum.at(smallest, lab, g.ids)
-    assert np.array_equal(got, smallest[lab])
+    assert np.array_equal(got, smallest_ids(g, k, lab))
     assert f"{k} strongly connected components" in r.stderr
     # networkx: the same classes.
     G = nx.DiGraph()
@@ -387,12 +390,11 @@ def test_jobs_match_scipy_and_networkx(name, mode, work):
     fin = ~np.isinf(want)
     assert np.allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
     k, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
-    smallest = np.full(k, np.iinfo(np.int64).max)
-    np.minimum.at(smallest, lab, g.ids)
+    want = smallest_ids(g, k, lab)
     # One-pass union-find and label propagation: the same labels.
     for file in ["job-2-wcc.txt", "job-4-wcc-lp.txt"]:
         _, vals = read_result(out / file)
-        assert np.array_equal(np.array([int(x) for x in vals]), smallest[lab]), file
+        assert np.array_equal(np.array([int(x) for x in vals]), want), file
     _, vals = read_result(out / "job-3-pagerank.txt")
     got = np.array([float(x) for x in vals])
     # Over the edge list, so parallel edges count as the store counts them.
@@ -530,9 +532,7 @@ def test_vertex_wcc_matches_scipy(name, order, work):
     _, vals = read_result(out)
     got = np.array([int(x) for x in vals])
     k, lab = cg.connected_components(g.matrix(), directed=True, connection="weak")
-    smallest = np.full(k, np.iinfo(np.int64).max)
-    np.minimum.at(smallest, lab, g.ids)
-    assert np.array_equal(got, smallest[lab])
+    assert np.array_equal(got, smallest_ids(g, k, lab))
 
 
 def small_kron(work):

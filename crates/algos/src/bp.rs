@@ -79,7 +79,7 @@ impl EdgeProgram for Bp {
         Some(msg)
     }
     fn combine(&self, a: u64, b: u64) -> u64 {
-        (f64::from_bits(a) + f64::from_bits(b)).to_bits()
+        crate::programs::add_f64(a, b)
     }
     fn apply(
         &self,

@@ -19,10 +19,11 @@
 //!   sweep over the bfs program), bc (Brandes) and apsp (bit-parallel BFS).
 //! * [`jobs`]: `outcore jobs` specs and the jobs built from the programs.
 //!
-//! [`verify`] checks results independently of the engine (its own sequential scan
-//! of the grid): the Graph500 rules for BFS and SSSP trees, an independent
-//! union-find for WCC, independence and maximality for MIS, a serial
-//! recomputation for PageRank and SpMV.
+//! [`verify`] checks results independently of the engine (its own sequential
+//! passes over the edges of a store's grid or of a distributed layout): the
+//! Graph500 rules for BFS and SSSP trees, an independent union-find for WCC, an
+//! independent Tarjan search for SCC, independence and maximality for MIS, a
+//! serial recomputation for PageRank, SpMV and BP.
 //!
 //! Results are vertex arrays indexed by dense id; dense ids ascend with the user's
 //! ids (ingest assigns them in sorted order), so writing them in dense order is

@@ -40,6 +40,13 @@ use outcore_state::VertexArray;
 
 pub use crate::scc::Scc;
 
+/// The `combine` of programs whose contributions are `f64` sums (bit patterns
+/// in the `u64`).
+#[inline(always)]
+pub fn add_f64(a: u64, b: u64) -> u64 {
+    (f64::from_bits(a) + f64::from_bits(b)).to_bits()
+}
+
 /// Breadth-first search.
 pub struct Bfs {
     pub root: u32,
@@ -255,7 +262,7 @@ impl EdgeProgram for PageRank {
         Some(msg)
     }
     fn combine(&self, a: u64, b: u64) -> u64 {
-        (f64::from_bits(a) + f64::from_bits(b)).to_bits()
+        add_f64(a, b)
     }
     fn apply(&self, g: &Globals, val: &mut f64, acc: u64, deg: u32, agg: &mut Aggregates) -> bool {
         let n = self.n as f64;
@@ -342,7 +349,7 @@ impl EdgeProgram for PageRankDelta {
         Some((self.damping * f64::from_bits(msg)).to_bits())
     }
     fn combine(&self, a: u64, b: u64) -> u64 {
-        (f64::from_bits(a) + f64::from_bits(b)).to_bits()
+        add_f64(a, b)
     }
     fn apply(&self, g: &Globals, x: &mut Delta, acc: u64, deg: u32, agg: &mut Aggregates) -> bool {
         x.resid += f64::from_bits(acc);
@@ -399,7 +406,7 @@ impl EdgeProgram for Spmv {
         Some((w as f64 * f64::from_bits(msg)).to_bits())
     }
     fn combine(&self, a: u64, b: u64) -> u64 {
-        (f64::from_bits(a) + f64::from_bits(b)).to_bits()
+        add_f64(a, b)
     }
     fn apply(&self, _: &Globals, val: &mut f64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
         *val = f64::from_bits(acc);

@@ -1,8 +1,10 @@
-//! Independent checks of results (`outcore run --verify`).
+//! Independent checks of results (`outcore run --verify`, `outcore dist run
+//! --verify`).
 //!
-//! The checks read the graph with their own sequential scan of the grid (no
-//! engine, no re-entry, no threads) and test properties rather than replaying the
-//! algorithm:
+//! The checks read the graph through [`EdgeSource`] — whole sequential passes
+//! over a store's grid, or over a distributed layout's edge chunks streamed to
+//! rank 0 (no engine, no re-entry, no threads) — and test properties rather than
+//! replaying the algorithm:
 //! * BFS and SSSP — the Graph500 validation rules: the root is at 0 and its own
 //!   parent; every reached vertex's parent is reached, one level (or exactly the
 //!   edge weight) closer, and joined to it by an edge of the graph; the parent
@@ -23,22 +25,48 @@
 //!   accumulation in reverse BFS order), relative 1e-9 for bc, exact for apsp.
 
 use crate::{Algo, AlgoError, Output, Params, Result};
-use outcore_store::Store;
+use outcore_store::{IdMap, Store};
+
+/// The graph a check reads: its vertex count, its ids, and whole passes over
+/// its edges (a store's grid, or the chunks of a distributed layout).
+pub trait EdgeSource {
+    fn vertices(&self) -> u64;
+    fn id_map(&self) -> Result<IdMap>;
+    /// Every edge once, in any order; weights are 1 when `weights` is false.
+    fn for_each_edge(&self, weights: bool, f: &mut dyn FnMut(u32, u32, f32)) -> Result<()>;
+}
+
+impl EdgeSource for Store {
+    fn vertices(&self) -> u64 {
+        Store::vertices(self)
+    }
+    fn id_map(&self) -> Result<IdMap> {
+        Ok(Store::id_map(self)?)
+    }
+    /// In row-major block order, read with CRC checks.
+    fn for_each_edge(&self, weights: bool, f: &mut dyn FnMut(u32, u32, f32)) -> Result<()> {
+        self.grid()?.try_for_each_edge(weights, |u, v, w| {
+            f(u, v, w);
+            Ok::<(), AlgoError>(())
+        })
+    }
+}
 
 fn fail(msg: String) -> AlgoError {
     AlgoError::Verify(msg)
 }
 
-/// Every edge of the store in row-major block order, read with CRC checks.
-pub fn for_each_edge(store: &Store, weights: bool, mut f: impl FnMut(u32, u32, f32)) -> Result<()> {
-    store.grid()?.try_for_each_edge(weights, |u, v, w| {
-        f(u, v, w);
-        Ok::<(), AlgoError>(())
-    })
+/// One pass over the edges of `g`.
+pub fn for_each_edge(
+    g: &dyn EdgeSource,
+    weights: bool,
+    mut f: impl FnMut(u32, u32, f32),
+) -> Result<()> {
+    g.for_each_edge(weights, &mut f)
 }
 
 /// Checks `out` for `algo`; returns a line saying what was checked.
-pub fn verify(store: &Store, algo: Algo, p: &Params, out: &Output) -> Result<String> {
+pub fn verify(store: &dyn EdgeSource, algo: Algo, p: &Params, out: &Output) -> Result<String> {
     let ids = store.id_map()?;
     let name = |v: u32| ids.to_user(v);
     match (algo, out) {
@@ -147,7 +175,7 @@ fn close(
 /// Linearized BP recomputed serially with the same stopping rule; centred
 /// beliefs compared in L1 (within 1e-9 relative, plus `--tolerance` for a run
 /// that stopped one iteration apart at the boundary).
-fn bp(store: &Store, got: &[f64], p: &Params) -> Result<String> {
+fn bp(store: &dyn EdgeSource, got: &[f64], p: &Params) -> Result<String> {
     let n = store.vertices() as usize;
     let h = p.coupling;
     let mut deg = vec![0u64; n];
@@ -195,13 +223,13 @@ fn bp(store: &Store, got: &[f64], p: &Params) -> Result<String> {
     ))
 }
 
-fn name_of(store: &Store, v: u32) -> Result<u64> {
+fn name_of(store: &dyn EdgeSource, v: u32) -> Result<u64> {
     Ok(store.id_map()?.to_user(v))
 }
 
 /// Serial PageRank (LDBC); `from` replaces the uniform start.
 pub fn serial_pagerank(
-    store: &Store,
+    store: &dyn EdgeSource,
     d: f64,
     iters: u64,
     from: Option<&[f64]>,
@@ -227,7 +255,7 @@ pub fn serial_pagerank(
 
 /// Graph500 rules for a BFS (`weighted == false`, levels) or SSSP tree.
 fn tree(
-    store: &Store,
+    store: &dyn EdgeSource,
     root: u32,
     t: &[Option<(f64, u32)>],
     weighted: bool,
@@ -341,7 +369,7 @@ fn tree(
     ))
 }
 
-fn wcc(store: &Store, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
+fn wcc(store: &dyn EdgeSource, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
     let n = labels.len();
     let mut pa: Vec<u32> = (0..n as u32).collect();
     fn find(pa: &mut [u32], mut x: u32) -> u32 {
@@ -379,7 +407,7 @@ fn wcc(store: &Store, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<Strin
     ))
 }
 
-fn scc(store: &Store, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
+fn scc(store: &dyn EdgeSource, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
     // The forward edges only (a reverse edge's weight has its sign bit set).
     let n = labels.len();
     let mut off = vec![0u64; n + 1];
@@ -479,7 +507,7 @@ pub fn tarjan_labels(off: &[u64], t: &[u32]) -> Vec<u32> {
     label
 }
 
-fn mis(store: &Store, f: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
+fn mis(store: &dyn EdgeSource, f: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
     let n = f.len();
     let mut covered: Vec<bool> = f.iter().map(|&x| x == 1).collect();
     let mut bad = None;
@@ -516,7 +544,7 @@ fn mis(store: &Store, f: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
 }
 
 /// Out-adjacency built from the grid scan: `(offsets, targets)`, lists in any order.
-fn adjacency(store: &Store) -> Result<(Vec<u64>, Vec<u32>)> {
+fn adjacency(store: &dyn EdgeSource) -> Result<(Vec<u64>, Vec<u32>)> {
     let n = store.vertices() as usize;
     let mut off = vec![0u64; n + 1];
     for_each_edge(store, false, |u, _, _| off[u as usize + 1] += 1)?;
@@ -553,7 +581,7 @@ fn bfs_order(off: &[u64], t: &[u32], s: u32) -> (Vec<u32>, Vec<u32>) {
 
 /// Betweenness from `sources` (dense ids), recomputed serially.
 pub fn verify_bc(
-    store: &Store,
+    store: &dyn EdgeSource,
     sources: &[u32],
     got: &[f64],
     name: &dyn Fn(u32) -> u64,
@@ -605,7 +633,7 @@ pub fn verify_bc(
 
 /// APSP sums of distances, per-source reach and eccentricity, recomputed serially.
 pub fn verify_apsp(
-    store: &Store,
+    store: &dyn EdgeSource,
     sources: &[u32],
     reach: &[u64],
     ecc: &[u32],

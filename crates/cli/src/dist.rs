@@ -106,6 +106,11 @@ pub struct DistRunArgs {
     /// Statistics as JSON (per rank: bytes read, written, sent and received, idle time).
     #[arg(long)]
     pub stats: Option<PathBuf>,
+    /// Check the result independently, as `outcore run --verify` does (Graph500
+    /// rules, union-find, Tarjan, serial recomputations), on rank 0 over passes
+    /// of the layout's edges streamed from every rank.
+    #[arg(long)]
+    pub verify: bool,
     /// Outstanding chunk requests per computation engine (default: 2 x Chaos §6.5's batch factor).
     #[arg(long, default_value_t = 0)]
     pub window: usize,
@@ -174,6 +179,30 @@ mod with_mpi {
     use outcore_io::format_bytes;
     use outcore_store::{IngestOptions, Store};
     use std::time::{Duration, Instant};
+
+    /// The layout's edges as the independent checks read them (rank 0).
+    struct DistEdges<'a, 'b> {
+        p: &'a outcore_dist::edges::EdgePasses<'b>,
+        ids: &'a outcore_store::IdMap,
+    }
+
+    impl outcore_algos::verify::EdgeSource for DistEdges<'_, '_> {
+        fn vertices(&self) -> u64 {
+            self.p.vertices()
+        }
+        fn id_map(&self) -> outcore_algos::Result<outcore_store::IdMap> {
+            Ok(self.ids.clone())
+        }
+        fn for_each_edge(
+            &self,
+            weights: bool,
+            f: &mut dyn FnMut(u32, u32, f32),
+        ) -> outcore_algos::Result<()> {
+            self.p
+                .for_each_edge(weights, f)
+                .map_err(|e| outcore_algos::AlgoError::Invalid(e.to_string()))
+        }
+    }
 
     pub fn cmd_dist(c: DistCmd) -> Result<()> {
         keep_chunk_buffers();
@@ -322,8 +351,22 @@ mod with_mpi {
         let secs = t_run.elapsed().as_secs_f64();
         let mine = serde_json::to_vec(&runner.stats).expect("serialisable");
         let all = all_gather(t, &mine, &mut idle)?;
+        let vt = Instant::now();
+        let check = if a.verify {
+            outcore_dist::edges::with_edge_passes(t, &a.dir, &runner.manifest, |passes| {
+                passes.map(|p| {
+                    let src = DistEdges { p, ids: &ids };
+                    outcore_algos::verify::verify(&src, algo, &params, &result.output)
+                })
+            })?
+        } else {
+            None
+        };
         if t.rank() != 0 {
             return Ok(());
+        }
+        if let Some(c) = check {
+            eprintln!("verify: {} ({:.2}s)", c?, vt.elapsed().as_secs_f64());
         }
         let per: Vec<outcore_dist::RankStats> = all
             .iter()

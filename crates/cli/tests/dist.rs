@@ -227,7 +227,7 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
             let dir = format!("d{np}{store}");
             let out = format!("{algo}-{np}.txt");
             let mut a = vec![
-                "dist", "run", algo, &dir, "--out", &out, "--stats", "st.json",
+                "dist", "run", algo, &dir, "--out", &out, "--stats", "st.json", "--verify",
             ];
             a.extend_from_slice(extra);
             let err = ok(
@@ -238,6 +238,8 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
                 err.contains(&format!("on the distributed engine ({np} ranks")),
                 "{err}"
             );
+            // Checked on rank 0 over passes of the edges every rank serves.
+            assert!(err.contains("verify: "), "{algo} -np {np}: {err}");
             let want = d.join(format!("ref-{algo}.txt"));
             let got = d.join(&out);
             if matches!(*algo, "pagerank" | "spmv" | "bp") {

@@ -156,19 +156,19 @@ pub fn batch_factor(m: usize, target: f64) -> usize {
         .unwrap_or(m)
 }
 
-struct Ctx<'a> {
-    t: &'a dyn Transport,
-    plan: &'a Plan,
-    rng: Rng,
-    window: usize,
-    idle: Duration,
-    unacked: usize,
-    stats: RankStats,
-    fail_at: Option<FailAt>,
-    ckpt_dir: PathBuf,
-    record: Record,
-    board: Arc<Mutex<Board>>,
-    steal: bool,
+pub(crate) struct Ctx<'a> {
+    pub(crate) t: &'a dyn Transport,
+    pub(crate) plan: &'a Plan,
+    pub(crate) rng: Rng,
+    pub(crate) window: usize,
+    pub(crate) idle: Duration,
+    pub(crate) unacked: usize,
+    pub(crate) stats: RankStats,
+    pub(crate) fail_at: Option<FailAt>,
+    pub(crate) ckpt_dir: PathBuf,
+    pub(crate) record: Record,
+    pub(crate) board: Arc<Mutex<Board>>,
+    pub(crate) steal: bool,
 }
 
 impl Ctx<'_> {
@@ -229,7 +229,7 @@ impl Ctx<'_> {
     /// storage engines, spread over them (an engine with fewer outstanding is
     /// asked first; one with several reads the next chunk while this engine
     /// processes the last); done when every engine said it has none left.
-    fn stream(
+    pub(crate) fn stream(
         &mut self,
         op: u32,
         p: u32,

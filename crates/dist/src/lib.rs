@@ -23,12 +23,15 @@
 //! - [`steal`]: an engine done with its own partitions helps other masters with
 //!   theirs when the §5.4 rule says it pays (§5.3).
 //!
-//! Not built yet: ranks reading disjoint parts of the input,
-//! and the algorithms outside the edge-program model (scc, mcst,
-//! belief propagation).
+//! - [`edges`]: whole passes over the layout's edges from rank 0, what `dist
+//!   run --verify` checks a result against.
+//!
+//! Not built yet: ranks reading disjoint parts of the input (rank 0 reads it),
+//! and the minimum cost spanning forest of Chaos's Table 1.
 
 pub mod checkpoint;
 pub mod compute;
+pub mod edges;
 pub mod error;
 pub mod ingest;
 pub mod layout;

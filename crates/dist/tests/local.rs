@@ -637,3 +637,100 @@ fn checkpoints_follow_the_work_directory() {
         assert!(!work.join(format!("rank-{k}.checkpoint")).exists());
     }
 }
+
+/// The layout's edges as `verify` reads them, on rank 0.
+struct Passes<'a, 'b>(
+    &'a outcore_dist::edges::EdgePasses<'b>,
+    outcore_store::IdMap,
+);
+
+impl outcore_algos::verify::EdgeSource for Passes<'_, '_> {
+    fn vertices(&self) -> u64 {
+        self.0.vertices()
+    }
+    fn id_map(&self) -> outcore_algos::Result<outcore_store::IdMap> {
+        Ok(self.1.clone())
+    }
+    fn for_each_edge(
+        &self,
+        weights: bool,
+        f: &mut dyn FnMut(u32, u32, f32),
+    ) -> outcore_algos::Result<()> {
+        self.0
+            .for_each_edge(weights, f)
+            .map_err(|e| outcore_algos::AlgoError::Invalid(e.to_string()))
+    }
+}
+
+#[test]
+fn verification_over_the_ranks_edges_accepts_the_answer_and_catches_a_wrong_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 9,
+        edge_factor: 8,
+    };
+    let inp = input(tmp.path(), kind, true);
+    let io = ingest_opts(false, 512);
+    let dir = tmp.path().join("d");
+    let opts = DistIngestOptions {
+        memory: 64 << 20,
+        chunk_bytes: 2048,
+        vertex_chunk: 0,
+        partitions: 4,
+        seed: 5,
+        force: false,
+    };
+    dist_ingest(&inp, &dir, 2, &opts, &io);
+    let p = Params {
+        root: 3,
+        ..Default::default()
+    };
+    let good = dist_run(&dir, 2, Algo::Sssp, &p, &DistConfig::new(64 << 20)).output;
+    let Output::Sssp(a) = &good else {
+        panic!("an sssp result")
+    };
+    // One reached vertex one weight closer than it is: a wrong tree.
+    let v = (0..a.len())
+        .find(|&v| v != 3 && a[v] != u64::MAX)
+        .expect("a reached vertex");
+    let mut bad = outcore_state::VertexArray::from_vec(a.to_vec());
+    let d = f32::from_bits((a[v] >> 32) as u32) * 0.5;
+    bad[v] = ((d.to_bits() as u64) << 32) | (a[v] & 0xffff_ffff);
+    let bad = Output::Sssp(bad);
+    for (out, ok) in [(&good, true), (&bad, false)] {
+        let net = local::network(2);
+        let checks: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = net
+                .iter()
+                .map(|t| {
+                    let (dir, p) = (&dir, &p);
+                    s.spawn(move || {
+                        let m = RankManifest::load(dir, t.rank(), 2).unwrap();
+                        let ids = outcore_dist::id_map(dir, &m).unwrap();
+                        outcore_dist::edges::with_edge_passes(t, dir, &m, |passes| {
+                            passes.map(|ps| {
+                                outcore_algos::verify::verify(&Passes(ps, ids), Algo::Sssp, p, out)
+                                    .map_err(|e| e.to_string())
+                            })
+                        })
+                        .unwrap()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(checks[1].is_none(), "only rank 0 checks");
+        let c = checks[0].as_ref().expect("rank 0 checks");
+        assert_eq!(c.is_ok(), ok, "{c:?}");
+        if !ok {
+            assert!(
+                c.as_ref().unwrap_err().contains("verification failed"),
+                "{c:?}"
+            );
+        }
+        // The passes leave nothing behind in the rank directories.
+        for r in 0..2 {
+            assert!(!dir.join(format!("rank-{r}/verify")).exists());
+        }
+    }
+}
