@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Algorithm: bfs, sssp, wcc, wcc-lp, mis, mis-luby, pagerank, pagerank-delta, spmv;
+    /// Algorithm: bfs, sssp, wcc, wcc-lp, mis, mis-luby, pagerank, pagerank-delta, spmv,
+    /// conductance, mis-gas, scc (on a store ingested --with-reverse), bp;
     /// with `--engine vertex`: bfs, sssp, wcc, diam, bc, apsp.
     pub algo: String,
     /// The store directory.
