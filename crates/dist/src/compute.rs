@@ -35,19 +35,21 @@
 use crate::checkpoint::{self, FailAt, FailPoint, Generation, Record};
 use crate::error::{DistError, Result};
 use crate::layout::{Plan, RankManifest, Rng};
+use crate::phase::{
+    active_of, fetch_degrees, gather_part, load, scatter_part, store, Part, Scatter,
+};
 use crate::steal::Board;
 use crate::storage::{self, header, u32_at, StorageStats};
 use crate::transport::{self, Transport};
 use crate::{TAG_ACK, TAG_MERGE, TAG_REQ, TAG_RESP, TAG_RESULT};
 use bytemuck::Zeroable;
 use outcore_engine::program::{Aggregates, EdgeProgram, Globals, Sums};
-use outcore_engine::EngineError;
 use outcore_state::{StateBudget, VertexArray};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const NEVER: u32 = u32::MAX;
+pub(crate) const NEVER: u32 = u32::MAX;
 
 /// How a run is set up.
 #[derive(Debug, Clone)]
@@ -148,6 +150,13 @@ pub struct RankStats {
 /// chunk while the last one is processed.
 pub const AMPLIFICATION: usize = 2;
 
+/// The request window unless `--window` says otherwise: §6.5's batch factor
+/// for `ranks` storage engines busy with probability 0.99, times
+/// [`AMPLIFICATION`].
+pub fn default_window(ranks: usize) -> usize {
+    AMPLIFICATION * batch_factor(ranks, 0.99)
+}
+
 /// The smallest batch factor `k` keeping `m` storage engines busy with
 /// probability at least `target` (§6.5, equation 2: `1 - (1 - k/m)^m`).
 pub fn batch_factor(m: usize, target: f64) -> usize {
@@ -173,11 +182,11 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Fails here if the injected failure is for this moment.
-    fn fail_point(&self, now: FailPoint) -> Result<()> {
+    pub(crate) fn fail_point(&self, now: FailPoint) -> Result<()> {
         checkpoint::fail_if(self.fail_at.as_ref(), self.t.rank(), now)
     }
 
-    fn failed(&self, from: usize, msg: &[u8]) -> DistError {
+    pub(crate) fn failed(&self, from: usize, msg: &[u8]) -> DistError {
         DistError::Remote {
             rank: from,
             message: String::from_utf8_lossy(msg).into_owned(),
@@ -185,7 +194,11 @@ impl Ctx<'_> {
     }
 
     /// Status and payload of a reply from `from` with `tag`.
-    fn await_reply(&mut self, from: Option<usize>, tag: i32) -> Result<(usize, u32, Vec<u8>)> {
+    pub(crate) fn await_reply(
+        &mut self,
+        from: Option<usize>,
+        tag: i32,
+    ) -> Result<(usize, u32, Vec<u8>)> {
         let (r, mut m) = transport::recv(self.t, from, tag, &mut self.idle)?;
         if m.len() < 4 {
             return Err(DistError::Protocol(format!(
@@ -202,7 +215,7 @@ impl Ctx<'_> {
     }
 
     /// A vertex chunk (`GET_DEGREES` / `GET_STATE`) from the rank it hashes to.
-    fn vertex_chunk(&mut self, op: u32, p: u32, c: u32) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn vertex_chunk(&mut self, op: u32, p: u32, c: u32) -> Result<Option<Vec<u8>>> {
         let home = self.plan.vertex_home(p, c);
         self.t.send(home, TAG_REQ, header(op, p, c, 0))?;
         let (_, status, data) = self.await_reply(Some(home), TAG_RESP)?;
@@ -210,13 +223,13 @@ impl Ctx<'_> {
     }
 
     /// Sends a put; at most `limit` stay unacknowledged.
-    fn put(&mut self, to: usize, msg: Vec<u8>, limit: usize) -> Result<()> {
+    pub(crate) fn put(&mut self, to: usize, msg: Vec<u8>, limit: usize) -> Result<()> {
         self.t.send(to, TAG_REQ, msg)?;
         self.unacked += 1;
         self.drain_acks(limit)
     }
 
-    fn drain_acks(&mut self, limit: usize) -> Result<()> {
+    pub(crate) fn drain_acks(&mut self, limit: usize) -> Result<()> {
         while self.unacked > limit {
             self.await_reply(None, TAG_ACK)?;
             self.unacked -= 1;
@@ -271,77 +284,6 @@ impl Ctx<'_> {
             }
         }
     }
-}
-
-/// One partition's vertex data in memory.
-struct Part<V> {
-    a: u64,
-    vals: Vec<V>,
-    eps: Vec<u32>,
-    degs: Vec<u32>,
-}
-
-fn load<P: EdgeProgram>(ctx: &mut Ctx, prog: &P, p: u32, degrees: bool) -> Result<Part<P::V>> {
-    let plan = ctx.plan;
-    let (a, b) = plan.range(p);
-    let cnt = (b - a) as usize;
-    let vs = std::mem::size_of::<P::V>();
-    let mut vals = vec![P::V::zeroed(); cnt];
-    let mut eps = vec![NEVER; cnt];
-    let mut degs = vec![0u32; if degrees { cnt } else { 0 }];
-    for c in 0..plan.vertex_chunks(p) {
-        let (x, y) = plan.chunk_range(p, c);
-        let (i, j) = ((x - a) as usize, (y - a) as usize);
-        let blob = ctx.vertex_chunk(storage::GET_STATE, p, c)?.ok_or_else(|| {
-            DistError::Protocol(format!(
-                "vertex chunk {c} of partition {p} was never written ({})",
-                prog.name()
-            ))
-        })?;
-        if blob.len() != (j - i) * (vs + 4) {
-            return Err(DistError::Protocol(format!(
-                "vertex chunk {c} of partition {p}: {} bytes, {} expected",
-                blob.len(),
-                (j - i) * (vs + 4)
-            )));
-        }
-        let (vb, eb) = blob.split_at((j - i) * vs);
-        bytemuck::cast_slice_mut::<P::V, u8>(&mut vals[i..j]).copy_from_slice(vb);
-        bytemuck::cast_slice_mut::<u32, u8>(&mut eps[i..j]).copy_from_slice(eb);
-        if degrees {
-            fetch_degrees(ctx, p, c, &mut degs[i..j])?;
-        }
-    }
-    Ok(Part { a, vals, eps, degs })
-}
-
-fn fetch_degrees(ctx: &mut Ctx, p: u32, c: u32, out: &mut [u32]) -> Result<()> {
-    let d = ctx
-        .vertex_chunk(storage::GET_DEGREES, p, c)?
-        .ok_or_else(|| DistError::Protocol(format!("no degrees for chunk {c} of {p}")))?;
-    if d.len() != 4 * out.len() {
-        return Err(DistError::Protocol(format!(
-            "degrees of chunk {c} of partition {p}: {} bytes, {} expected",
-            d.len(),
-            4 * out.len()
-        )));
-    }
-    bytemuck::cast_slice_mut::<u32, u8>(out).copy_from_slice(&d);
-    Ok(())
-}
-
-fn store<V: bytemuck::Pod>(ctx: &mut Ctx, p: u32, part: &Part<V>) -> Result<()> {
-    let plan = ctx.plan;
-    for c in 0..plan.vertex_chunks(p) {
-        let (x, y) = plan.chunk_range(p, c);
-        let (i, j) = ((x - part.a) as usize, (y - part.a) as usize);
-        let mut msg = header(storage::PUT_STATE, p, c, 0);
-        msg.extend_from_slice(bytemuck::cast_slice(&part.vals[i..j]));
-        msg.extend_from_slice(bytemuck::cast_slice(&part.eps[i..j]));
-        let limit = 2 * ctx.t.size();
-        ctx.put(plan.vertex_home(p, c), msg, limit)?;
-    }
-    Ok(())
 }
 
 /// Per-partition aggregates and active counts, exchanged and added up in
@@ -405,23 +347,19 @@ pub fn run<P: EdgeProgram>(
     };
     let ckpt_dir = checkpoint::dir_of(dir, cfg.work_dir.as_deref(), rank);
     let mut idle = Duration::ZERO;
-    let io = outcore_io::IoStats::new();
     // Every rank learns whether every rank could open its files and find its
     // checkpoint before any starts to compute.
-    let opened = std::fs::create_dir_all(&run_dir)
-        .map_err(|e| DistError::from(outcore_io::IoError::new(&run_dir, "create directory", e)))
-        .and_then(|_| {
-            storage::Storage::open(
-                dir,
-                manifest.clone(),
-                run_dir.clone(),
-                ckpt_dir.clone(),
-                vs + 4,
-                io,
-            )
-        });
-    crate::ingest::agree(t, opened.as_ref().err(), &mut idle)?;
-    let mut st = opened?;
+    let io = outcore_io::IoStats::new();
+    let mut st = storage::Storage::open_on_every_rank(
+        t,
+        dir,
+        manifest,
+        &run_dir,
+        &ckpt_dir,
+        vs + 4,
+        io,
+        &mut idle,
+    )?;
     let (record, start) = if cfg.resume {
         resume_point(t, &ckpt_dir, plan, cfg, &mut idle)?
     } else {
@@ -444,7 +382,7 @@ pub fn run<P: EdgeProgram>(
     let window = if cfg.window > 0 {
         cfg.window
     } else {
-        AMPLIFICATION * batch_factor(t.size(), 0.99)
+        default_window(t.size())
     };
     let mut ctx = Ctx {
         t,
@@ -650,189 +588,6 @@ fn take_checkpoint(ctx: &mut Ctx, it: u64, prev: &Aggregates, active: u64) -> Re
     ctx.stats.checkpoints += 1;
     ctx.stats.checkpoint_seconds += t0.elapsed().as_secs_f64();
     Ok(())
-}
-
-/// A scatter phase's update bins (one per destination partition, stored on a
-/// random rank when full), the update bytes sent to each partition, and the
-/// accumulators of the partitions this rank masters and keeps in memory from
-/// scatter to gather (`resident`: first vertex, accumulators, updates
-/// combined), into which their updates are combined at once instead of being
-/// stored and read back.
-struct Scatter {
-    it: u64,
-    bins: Vec<Vec<u8>>,
-    sent: Vec<u64>,
-    bin_bytes: usize,
-    resident: Vec<Option<(u64, Vec<u64>, u64)>>,
-}
-
-impl Scatter {
-    fn push<P: EdgeProgram>(
-        &mut self,
-        ctx: &mut Ctx,
-        prog: &P,
-        q: usize,
-        v: u32,
-        x: u64,
-    ) -> Result<()> {
-        if let Some((a, acc, n)) = &mut self.resident[q] {
-            let i = (v as u64 - *a) as usize;
-            acc[i] = prog.combine(acc[i], x);
-            *n += 1;
-            return Ok(());
-        }
-        let bin = &mut self.bins[q];
-        if bin.is_empty() {
-            bin.reserve_exact(16 + self.bin_bytes);
-            bin.extend_from_slice(&header(
-                storage::PUT_UPDATES,
-                q as u32,
-                0,
-                2 * self.it as u32,
-            ));
-        }
-        bin.extend_from_slice(&v.to_le_bytes());
-        bin.extend_from_slice(&x.to_le_bytes());
-        ctx.stats.updates_sent += 1;
-        if bin.len() - 16 + 12 > self.bin_bytes {
-            self.flush(ctx, q)?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self, ctx: &mut Ctx, q: usize) -> Result<()> {
-        let bin = std::mem::take(&mut self.bins[q]);
-        if bin.is_empty() {
-            return Ok(());
-        }
-        self.sent[q] += (bin.len() - 16) as u64;
-        ctx.stats.update_chunks_sent += 1;
-        let to = ctx.rng.below(ctx.t.size());
-        let limit = 2 * ctx.t.size();
-        ctx.put(to, bin, limit)
-    }
-}
-
-/// Which vertices of `part` are active in iteration `it`.
-fn active_of<P: EdgeProgram>(prog: &P, part: &Part<P::V>, it: u64) -> Vec<bool> {
-    part.eps
-        .iter()
-        .map(|&e| prog.all_active() || e == (it - 1) as u32)
-        .collect()
-}
-
-/// Streams partition `p`'s edge chunks and turns the edges of the active
-/// sources into updates (the master, or a helper: `master` is false).
-fn scatter_part<P: EdgeProgram>(
-    ctx: &mut Ctx,
-    prog: &P,
-    p: u32,
-    part: &Part<P::V>,
-    act: &[bool],
-    sc: &mut Scatter,
-    master: bool,
-) -> Result<()> {
-    let plan = ctx.plan;
-    let it = sc.it;
-    let degrees = prog.uses_degrees();
-    let msgs: Vec<u64> = (0..act.len())
-        .map(|i| {
-            if act[i] {
-                prog.message(&part.vals[i], if degrees { part.degs[i] } else { 0 })
-            } else {
-                0
-            }
-        })
-        .collect();
-    let rb = plan.record_bytes() as usize;
-    let (a, b) = plan.range(p);
-    let n = plan.vertices;
-    let weighted = plan.weighted && prog.weighted();
-    let finder = plan.partition_finder();
-    let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
-        ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
-        ctx.stats.edge_chunks_read += 1;
-        if master {
-            ctx.board.lock().expect("board").consumed(data.len() as u64);
-        } else {
-            ctx.stats.stolen_chunks += 1;
-        }
-        if !data.len().is_multiple_of(rb) {
-            return Err(DistError::Layout(format!(
-                "an edge chunk of partition {p} holds {} bytes, not whole records",
-                data.len()
-            )));
-        }
-        for r in data.chunks_exact(rb) {
-            let u = u32_at(r, 0);
-            let v = u32_at(r, 1);
-            if (u as u64) < a || u as u64 >= b || v as u64 >= n {
-                return Err(DistError::Layout(format!(
-                    "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
-                )));
-            }
-            let i = (u as u64 - a) as usize;
-            if !act[i] {
-                continue;
-            }
-            let w = if weighted {
-                f32::from_bits(u32_at(r, 2))
-            } else {
-                1.0
-            };
-            let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
-                DistError::Engine(EngineError::BadEdge {
-                    program: prog.name(),
-                    u,
-                    v,
-                    w,
-                })
-            })?;
-            sc.push(ctx, prog, finder.of(v), v, x)?;
-        }
-        ctx.stats.edges_processed += (data.len() / rb) as u64;
-        Ok(())
-    };
-    ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)
-}
-
-/// Streams partition `p`'s update chunks of iteration `it` into `acc` (the
-/// master, or a helper).
-fn gather_part<P: EdgeProgram>(
-    ctx: &mut Ctx,
-    prog: &P,
-    p: u32,
-    it: u64,
-    acc: &mut [u64],
-    master: bool,
-) -> Result<()> {
-    let (a, _) = ctx.plan.range(p);
-    let cnt = acc.len() as u64;
-    let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
-        ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
-        ctx.stats.update_chunks_read += 1;
-        if master {
-            ctx.board.lock().expect("board").consumed(data.len() as u64);
-        } else {
-            ctx.stats.stolen_chunks += 1;
-        }
-        if !data.len().is_multiple_of(12) {
-            return Err(DistError::Protocol(format!(
-                "an update chunk of partition {p} holds {} bytes",
-                data.len()
-            )));
-        }
-        for r in data.chunks_exact(12) {
-            let v = u32_at(r, 0) as u64;
-            let x = u64::from_le_bytes(r[4..12].try_into().expect("8"));
-            let i = v.checked_sub(a).filter(|&i| i < cnt).ok_or_else(|| {
-                DistError::Protocol(format!("an update for vertex {v} reached partition {p}"))
-            })? as usize;
-            acc[i] = prog.combine(acc[i], x);
-        }
-        Ok(())
-    };
-    ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &mut f)
 }
 
 /// Offers help with the partitions other ranks master in `phase` (§5.3), in a

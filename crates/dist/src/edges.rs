@@ -88,25 +88,15 @@ pub fn with_edge_passes<R>(
     let run_dir = crate::layout::rank_dir(dir, rank).join("verify");
     let ckpt_dir = run_dir.join("checkpoint");
     let mut idle = Duration::ZERO;
-    let opened = std::fs::create_dir_all(&run_dir)
-        .map_err(|e| DistError::from(outcore_io::IoError::new(&run_dir, "create directory", e)))
-        .and_then(|_| {
-            storage::Storage::open(
-                dir,
-                manifest.clone(),
-                run_dir.clone(),
-                ckpt_dir.clone(),
-                4,
-                outcore_io::IoStats::new(),
-            )
-        });
-    crate::ingest::agree(t, opened.as_ref().err(), &mut idle)?;
-    let mut st = opened?;
+    let io = outcore_io::IoStats::new();
+    let mut st = storage::Storage::open_on_every_rank(
+        t, dir, manifest, &run_dir, &ckpt_dir, 4, io, &mut idle,
+    )?;
     let ctx = Ctx {
         t,
         plan,
         rng: Rng::new(0x5eed ^ (rank as u64) << 40),
-        window: crate::compute::AMPLIFICATION * crate::compute::batch_factor(t.size(), 0.99),
+        window: crate::compute::default_window(t.size()),
         idle,
         unacked: 0,
         stats: RankStats::default(),

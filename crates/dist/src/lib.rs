@@ -35,6 +35,7 @@ pub mod edges;
 pub mod error;
 pub mod ingest;
 pub mod layout;
+mod phase;
 pub mod steal;
 pub mod storage;
 pub mod transport;

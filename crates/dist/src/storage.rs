@@ -131,6 +131,35 @@ pub struct Storage {
 impl Storage {
     /// Opens rank `manifest.rank`'s files under `dir`; run files go to
     /// `run_dir`, checkpoints to `ckpt_dir`.
+    /// Creates `run_dir` and opens this rank's storage engine in it; every
+    /// rank learns whether every rank could before any goes on.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open_on_every_rank(
+        t: &dyn Transport,
+        dir: &Path,
+        manifest: &RankManifest,
+        run_dir: &Path,
+        ckpt_dir: &Path,
+        state_bytes: u64,
+        io: Arc<IoStats>,
+        idle: &mut Duration,
+    ) -> Result<Storage> {
+        let opened = std::fs::create_dir_all(run_dir)
+            .map_err(|e| DistError::from(IoError::new(run_dir, "create directory", e)))
+            .and_then(|_| {
+                Storage::open(
+                    dir,
+                    manifest.clone(),
+                    run_dir.to_path_buf(),
+                    ckpt_dir.to_path_buf(),
+                    state_bytes,
+                    io,
+                )
+            });
+        crate::ingest::agree(t, opened.as_ref().err(), idle)?;
+        opened
+    }
+
     pub fn open(
         dir: &Path,
         manifest: RankManifest,

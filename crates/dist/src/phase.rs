@@ -1,0 +1,272 @@
+//! One partition's share of an iteration on the computation engine (Chaos §4):
+//! its vertex data loaded from and stored to the ranks its chunks hash to, the
+//! scatter of its edge chunks into update bins (or straight into resident
+//! accumulators), and the gather of its update chunks — by the partition's
+//! master or by a helper ([`crate::compute`] runs the iterations).
+
+use crate::checkpoint::FailPoint;
+use crate::compute::{Ctx, NEVER};
+use crate::error::{DistError, Result};
+use crate::storage::{self, header, u32_at};
+use bytemuck::Zeroable;
+use outcore_engine::program::EdgeProgram;
+use outcore_engine::EngineError;
+
+/// One partition's vertex data in memory.
+pub(crate) struct Part<V> {
+    pub(crate) a: u64,
+    pub(crate) vals: Vec<V>,
+    pub(crate) eps: Vec<u32>,
+    pub(crate) degs: Vec<u32>,
+}
+
+pub(crate) fn load<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    prog: &P,
+    p: u32,
+    degrees: bool,
+) -> Result<Part<P::V>> {
+    let plan = ctx.plan;
+    let (a, b) = plan.range(p);
+    let cnt = (b - a) as usize;
+    let vs = std::mem::size_of::<P::V>();
+    let mut vals = vec![P::V::zeroed(); cnt];
+    let mut eps = vec![NEVER; cnt];
+    let mut degs = vec![0u32; if degrees { cnt } else { 0 }];
+    for c in 0..plan.vertex_chunks(p) {
+        let (x, y) = plan.chunk_range(p, c);
+        let (i, j) = ((x - a) as usize, (y - a) as usize);
+        let blob = ctx.vertex_chunk(storage::GET_STATE, p, c)?.ok_or_else(|| {
+            DistError::Protocol(format!(
+                "vertex chunk {c} of partition {p} was never written ({})",
+                prog.name()
+            ))
+        })?;
+        if blob.len() != (j - i) * (vs + 4) {
+            return Err(DistError::Protocol(format!(
+                "vertex chunk {c} of partition {p}: {} bytes, {} expected",
+                blob.len(),
+                (j - i) * (vs + 4)
+            )));
+        }
+        let (vb, eb) = blob.split_at((j - i) * vs);
+        bytemuck::cast_slice_mut::<P::V, u8>(&mut vals[i..j]).copy_from_slice(vb);
+        bytemuck::cast_slice_mut::<u32, u8>(&mut eps[i..j]).copy_from_slice(eb);
+        if degrees {
+            fetch_degrees(ctx, p, c, &mut degs[i..j])?;
+        }
+    }
+    Ok(Part { a, vals, eps, degs })
+}
+
+pub(crate) fn fetch_degrees(ctx: &mut Ctx, p: u32, c: u32, out: &mut [u32]) -> Result<()> {
+    let d = ctx
+        .vertex_chunk(storage::GET_DEGREES, p, c)?
+        .ok_or_else(|| DistError::Protocol(format!("no degrees for chunk {c} of {p}")))?;
+    if d.len() != 4 * out.len() {
+        return Err(DistError::Protocol(format!(
+            "degrees of chunk {c} of partition {p}: {} bytes, {} expected",
+            d.len(),
+            4 * out.len()
+        )));
+    }
+    bytemuck::cast_slice_mut::<u32, u8>(out).copy_from_slice(&d);
+    Ok(())
+}
+
+pub(crate) fn store<V: bytemuck::Pod>(ctx: &mut Ctx, p: u32, part: &Part<V>) -> Result<()> {
+    let plan = ctx.plan;
+    for c in 0..plan.vertex_chunks(p) {
+        let (x, y) = plan.chunk_range(p, c);
+        let (i, j) = ((x - part.a) as usize, (y - part.a) as usize);
+        let mut msg = header(storage::PUT_STATE, p, c, 0);
+        msg.extend_from_slice(bytemuck::cast_slice(&part.vals[i..j]));
+        msg.extend_from_slice(bytemuck::cast_slice(&part.eps[i..j]));
+        let limit = 2 * ctx.t.size();
+        ctx.put(plan.vertex_home(p, c), msg, limit)?;
+    }
+    Ok(())
+}
+
+/// A scatter phase's update bins (one per destination partition, stored on a
+/// random rank when full), the update bytes sent to each partition, and the
+/// accumulators of the partitions this rank masters and keeps in memory from
+/// scatter to gather (`resident`: first vertex, accumulators, updates
+/// combined), into which their updates are combined at once instead of being
+/// stored and read back.
+pub(crate) struct Scatter {
+    pub(crate) it: u64,
+    pub(crate) bins: Vec<Vec<u8>>,
+    pub(crate) sent: Vec<u64>,
+    pub(crate) bin_bytes: usize,
+    pub(crate) resident: Vec<Option<(u64, Vec<u64>, u64)>>,
+}
+
+impl Scatter {
+    fn push<P: EdgeProgram>(
+        &mut self,
+        ctx: &mut Ctx,
+        prog: &P,
+        q: usize,
+        v: u32,
+        x: u64,
+    ) -> Result<()> {
+        if let Some((a, acc, n)) = &mut self.resident[q] {
+            let i = (v as u64 - *a) as usize;
+            acc[i] = prog.combine(acc[i], x);
+            *n += 1;
+            return Ok(());
+        }
+        let bin = &mut self.bins[q];
+        if bin.is_empty() {
+            bin.reserve_exact(16 + self.bin_bytes);
+            bin.extend_from_slice(&header(
+                storage::PUT_UPDATES,
+                q as u32,
+                0,
+                2 * self.it as u32,
+            ));
+        }
+        bin.extend_from_slice(&v.to_le_bytes());
+        bin.extend_from_slice(&x.to_le_bytes());
+        ctx.stats.updates_sent += 1;
+        if bin.len() - 16 + 12 > self.bin_bytes {
+            self.flush(ctx, q)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn flush(&mut self, ctx: &mut Ctx, q: usize) -> Result<()> {
+        let bin = std::mem::take(&mut self.bins[q]);
+        if bin.is_empty() {
+            return Ok(());
+        }
+        self.sent[q] += (bin.len() - 16) as u64;
+        ctx.stats.update_chunks_sent += 1;
+        let to = ctx.rng.below(ctx.t.size());
+        let limit = 2 * ctx.t.size();
+        ctx.put(to, bin, limit)
+    }
+}
+
+/// Which vertices of `part` are active in iteration `it`.
+pub(crate) fn active_of<P: EdgeProgram>(prog: &P, part: &Part<P::V>, it: u64) -> Vec<bool> {
+    part.eps
+        .iter()
+        .map(|&e| prog.all_active() || e == (it - 1) as u32)
+        .collect()
+}
+
+/// Streams partition `p`'s edge chunks and turns the edges of the active
+/// sources into updates (the master, or a helper: `master` is false).
+pub(crate) fn scatter_part<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    prog: &P,
+    p: u32,
+    part: &Part<P::V>,
+    act: &[bool],
+    sc: &mut Scatter,
+    master: bool,
+) -> Result<()> {
+    let plan = ctx.plan;
+    let it = sc.it;
+    let degrees = prog.uses_degrees();
+    let msgs: Vec<u64> = (0..act.len())
+        .map(|i| {
+            if act[i] {
+                prog.message(&part.vals[i], if degrees { part.degs[i] } else { 0 })
+            } else {
+                0
+            }
+        })
+        .collect();
+    let rb = plan.record_bytes() as usize;
+    let (a, b) = plan.range(p);
+    let n = plan.vertices;
+    let weighted = plan.weighted && prog.weighted();
+    let finder = plan.partition_finder();
+    let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+        ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
+        ctx.stats.edge_chunks_read += 1;
+        if master {
+            ctx.board.lock().expect("board").consumed(data.len() as u64);
+        } else {
+            ctx.stats.stolen_chunks += 1;
+        }
+        if !data.len().is_multiple_of(rb) {
+            return Err(DistError::Layout(format!(
+                "an edge chunk of partition {p} holds {} bytes, not whole records",
+                data.len()
+            )));
+        }
+        for r in data.chunks_exact(rb) {
+            let u = u32_at(r, 0);
+            let v = u32_at(r, 1);
+            if (u as u64) < a || u as u64 >= b || v as u64 >= n {
+                return Err(DistError::Layout(format!(
+                    "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
+                )));
+            }
+            let i = (u as u64 - a) as usize;
+            if !act[i] {
+                continue;
+            }
+            let w = if weighted {
+                f32::from_bits(u32_at(r, 2))
+            } else {
+                1.0
+            };
+            let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
+                DistError::Engine(EngineError::BadEdge {
+                    program: prog.name(),
+                    u,
+                    v,
+                    w,
+                })
+            })?;
+            sc.push(ctx, prog, finder.of(v), v, x)?;
+        }
+        ctx.stats.edges_processed += (data.len() / rb) as u64;
+        Ok(())
+    };
+    ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)
+}
+
+/// Streams partition `p`'s update chunks of iteration `it` into `acc` (the
+/// master, or a helper).
+pub(crate) fn gather_part<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    prog: &P,
+    p: u32,
+    it: u64,
+    acc: &mut [u64],
+    master: bool,
+) -> Result<()> {
+    let (a, _) = ctx.plan.range(p);
+    let cnt = acc.len() as u64;
+    let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
+        ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
+        ctx.stats.update_chunks_read += 1;
+        if master {
+            ctx.board.lock().expect("board").consumed(data.len() as u64);
+        } else {
+            ctx.stats.stolen_chunks += 1;
+        }
+        if !data.len().is_multiple_of(12) {
+            return Err(DistError::Protocol(format!(
+                "an update chunk of partition {p} holds {} bytes",
+                data.len()
+            )));
+        }
+        for r in data.chunks_exact(12) {
+            let v = u32_at(r, 0) as u64;
+            let x = u64::from_le_bytes(r[4..12].try_into().expect("8"));
+            let i = v.checked_sub(a).filter(|&i| i < cnt).ok_or_else(|| {
+                DistError::Protocol(format!("an update for vertex {v} reached partition {p}"))
+            })? as usize;
+            acc[i] = prog.combine(acc[i], x);
+        }
+        Ok(())
+    };
+    ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &mut f)
+}
