@@ -666,7 +666,10 @@ pub fn run_program_on<R: ProgramRunner>(
         )));
     }
     if algo.reads_weights() && g.reverse_marked {
-        return Err(AlgoError::Invalid(reverse_marked_refusal(algo, g.dir)));
+        return Err(AlgoError::Invalid(reverse_marked_refusal(
+            algo.name(),
+            g.dir,
+        )));
     }
     let cap = p.iterations;
     let (output, summary) = match algo {
@@ -766,11 +769,11 @@ pub fn scc_refusal(dir: &std::path::Path) -> String {
     )
 }
 
-/// Why an algorithm that reads weights refuses a `--with-reverse` store.
-pub fn reverse_marked_refusal(algo: Algo, dir: &std::path::Path) -> String {
+/// Why an algorithm (named `algo`) that reads weights refuses a
+/// `--with-reverse` store.
+pub fn reverse_marked_refusal(algo: &str, dir: &std::path::Path) -> String {
     format!(
-        "{} reads edge weights, but {} stores each edge's reverse with a negative weight (--with-reverse); run it on a store ingested without --with-reverse",
-        algo.name(),
+        "{algo} reads edge weights, but {} stores each edge's reverse with a negative weight (--with-reverse); run it on a store ingested without --with-reverse",
         dir.display()
     )
 }

@@ -173,7 +173,8 @@ pub fn cmd_jobs(a: JobsArgs) -> Result<()> {
     if let Some(spec) = specs.iter().find(|s| s.algo.reads_weights()) {
         if store.manifest().reverse_marked {
             anyhow::bail!(outcore_algos::programs::reverse_marked_refusal(
-                spec.algo, &a.store
+                spec.algo.name(),
+                &a.store
             ));
         }
     }

@@ -177,11 +177,10 @@ pub fn cmd_run_vertex(a: RunArgs, mut outputs: Outputs) -> Result<()> {
     let ids = store.id_map()?;
     let root = resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
     if algo.weighted() && store.manifest().reverse_marked {
-        bail!(
-            "{} reads edge weights, but {} stores each edge's reverse with a negative weight (--with-reverse); run it on a store ingested without --with-reverse",
+        bail!(outcore_algos::programs::reverse_marked_refusal(
             algo.name(),
-            a.store.display()
-        );
+            &a.store
+        ));
     }
     let weights = algo.weighted() && store.weighted();
     let per_edge = if weights { 8 } else { 4 };
