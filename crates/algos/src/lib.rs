@@ -3,8 +3,10 @@
 //! * [`programs`]: the edge programs ([`outcore_engine::EdgeProgram`]) — bfs,
 //!   sssp, wcc-lp (label propagation), pagerank (LDBC Graphalytics definition),
 //!   pagerank-delta, spmv, conductance and mis-gas; [`scc`] (forward colouring,
-//!   backward marking over a store with marked reverse edges) and [`bp`]
-//!   (linearized belief propagation) in modules of their own. The same definition runs on every engine: the
+//!   backward marking over a store with marked reverse edges), [`bp`]
+//!   (linearized belief propagation) and [`mcst`] (Borůvka's minimum cost
+//!   spanning forest, whose edges read their destination's value) in modules of
+//!   their own. The same definition runs on every engine: the
 //!   streaming engine (CLIP ATC'17: in-place relaxation with loaded-data re-entry,
 //!   §3.1, for the relaxation programs; one synchronous pass per iteration for the
 //!   others), the jobs engine (GraphCP FCS'24 §3.6), the external engine (V-Part
@@ -22,8 +24,8 @@
 //! [`verify`] checks results independently of the engine (its own sequential
 //! passes over the edges of a store's grid or of a distributed layout): the
 //! Graph500 rules for BFS and SSSP trees, an independent union-find for WCC, an
-//! independent Tarjan search for SCC, independence and maximality for MIS, a
-//! serial recomputation for PageRank, SpMV and BP.
+//! independent Tarjan search for SCC, independence and maximality for MIS,
+//! Kruskal's forest for MCST, a serial recomputation for PageRank, SpMV and BP.
 //!
 //! Results are vertex arrays indexed by dense id; dense ids ascend with the user's
 //! ids (ingest assigns them in sorted order), so writing them in dense order is
@@ -31,6 +33,7 @@
 
 pub mod bp;
 pub mod jobs;
+pub mod mcst;
 pub mod mis;
 pub mod mis_luby;
 pub mod programs;
@@ -75,10 +78,11 @@ pub enum Algo {
     MisGas,
     Scc,
     Bp,
+    Mcst,
 }
 
 impl Algo {
-    pub const ALL: [Algo; 13] = [
+    pub const ALL: [Algo; 14] = [
         Algo::Bfs,
         Algo::Sssp,
         Algo::Wcc,
@@ -92,6 +96,7 @@ impl Algo {
         Algo::MisGas,
         Algo::Scc,
         Algo::Bp,
+        Algo::Mcst,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -108,6 +113,7 @@ impl Algo {
             Algo::MisGas => "mis-gas",
             Algo::Scc => "scc",
             Algo::Bp => "bp",
+            Algo::Mcst => "mcst",
         }
     }
     pub fn from_name(s: &str) -> Option<Algo> {
@@ -116,7 +122,7 @@ impl Algo {
     /// Whether the algorithm reads edge weights (wrong on a `--with-reverse`
     /// store, whose reverse edges carry negative weights).
     pub fn reads_weights(self) -> bool {
-        matches!(self, Algo::Sssp | Algo::Spmv)
+        matches!(self, Algo::Sssp | Algo::Spmv | Algo::Mcst)
     }
     /// Whether the algorithm starts from `--root`.
     pub fn needs_root(self) -> bool {
@@ -159,6 +165,7 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
             tolerance: 0.0,
             iterations: 1,
         }),
+        Algo::Mcst => program(&crate::mcst::Mcst { cap }),
         Algo::Wcc | Algo::Mis => 4,
         Algo::MisLuby => 8,
     }
@@ -206,6 +213,9 @@ pub enum Output {
     Flags(VertexArray<u32>),
     /// PageRank and SpMV values.
     Values(VertexArray<f64>),
+    /// MCST: `f32 weight bits << 32 | parent` of each vertex's forest edge
+    /// (`u64::MAX`: the root of its tree).
+    Forest(VertexArray<u64>),
 }
 
 /// A finished run: the result and what it took.

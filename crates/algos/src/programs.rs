@@ -610,6 +610,12 @@ pub fn external_supported(algo: Algo) -> bool {
     )
 }
 
+/// The algorithms the distributed engine runs: the external engine's and
+/// mcst, whose edges read their destination's value (the gather sees it).
+pub fn dist_supported(algo: Algo) -> bool {
+    external_supported(algo) || algo == Algo::Mcst
+}
+
 /// Destination bytes per vertex `algo` needs on the external engine.
 pub fn external_bytes_per_vertex(algo: Algo) -> u64 {
     match algo {
@@ -747,9 +753,19 @@ pub fn run_program_on<R: ProgramRunner>(
             let b = name_bad_edge(g, e.run_program(&prog))?;
             bp_result(b, e.iterations(), iterations, p)
         }
+        Algo::Mcst => {
+            if g.directed {
+                return Err(AlgoError::Invalid(format!(
+                    "mcst spans an undirected graph, so it needs a store holding both directions; {} is directed (ingest with --undirected)",
+                    g.dir.display()
+                )));
+            }
+            let f = name_bad_edge(g, e.run_program(&crate::mcst::Mcst { cap }))?;
+            mcst_result(f, e.iterations(), cap)
+        }
         other => {
             return Err(AlgoError::Invalid(format!(
-                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas, scc, bp)",
+                "{} is not an edge program (they are bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas, scc, bp, mcst)",
                 other.name()
             )))
         }
@@ -790,6 +806,19 @@ pub fn scc_result(l: VertexArray<u32>) -> (Output, String) {
         Output::Labels(l),
         format!("{n} strongly connected components"),
     )
+}
+
+/// A spanning forest and its summary line: edges, trees, total weight, and
+/// whether `--iterations` stopped it before it was finished.
+pub fn mcst_result(f: VertexArray<u64>, done: u64, cap: Option<u64>) -> (Output, String) {
+    let (weight, edges) = crate::mcst::forest_weight(&f);
+    let trees = f.len() as u64 - edges;
+    let mut line =
+        format!("spanning forest of {edges} edges in {trees} trees, total weight {weight}");
+    if cap.is_some_and(|k| done >= k) {
+        line += &format!(" (stopped by --iterations {done}: the forest may be unfinished)");
+    }
+    (Output::Forest(f), line)
 }
 
 /// Beliefs of bp and their summary line: how many lean to class 1, and whether

@@ -15,6 +15,12 @@
 //!   id of the vertex's component (so every edge joins equal labels).
 //! * SCC — an independent Tarjan search over the forward edges: each label must
 //!   be the smallest id of the vertex's strongly connected component.
+//! * MCST — the parent pointers form a forest (no cycle) whose every edge is an
+//!   edge of the graph with that weight, with as many trees as an independent
+//!   union-find finds components (so it spans each), and its weights, sorted,
+//!   equal those of Kruskal's forest (every minimum spanning forest has the same
+//!   multiset of weights). Kruskal sorts the edges `u < v` in memory (12 bytes
+//!   each).
 //! * MIS — no edge joins two members (independent); every non-member has a
 //!   member neighbour (maximal). Self-loops are ignored.
 //! * PageRank — a serial recomputation of the same iterations (relative 1e-9);
@@ -86,6 +92,7 @@ pub fn verify(store: &dyn EdgeSource, algo: Algo, p: &Params, out: &Output) -> R
         }
         (Algo::Wcc | Algo::WccLp, Output::Labels(l)) => wcc(store, l, &name),
         (Algo::Scc, Output::Labels(l)) => scc(store, l, &name),
+        (Algo::Mcst, Output::Forest(f)) => mcst(store, f, &name),
         (Algo::Mis | Algo::MisLuby | Algo::MisGas, Output::Flags(f)) => mis(store, f, &name),
         (Algo::Conductance, Output::Flags(f)) => {
             // Membership as the seed says, and the value recounted edge by edge.
@@ -444,6 +451,107 @@ fn scc(store: &dyn EdgeSource, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Res
     }
     Ok(format!(
         "labels match an independent Tarjan search: {components} strongly connected components, each labelled with its smallest id"
+    ))
+}
+
+fn mcst(store: &dyn EdgeSource, f: &[u64], name: &dyn Fn(u32) -> u64) -> Result<String> {
+    use crate::mcst::forest_entry;
+    let n = f.len();
+    // A forest: parents in range, and no cycle.
+    let mut state = vec![0u8; n];
+    for s in 0..n {
+        let mut path = Vec::new();
+        let mut x = s;
+        while state[x] == 0 {
+            state[x] = 1;
+            path.push(x);
+            match forest_entry(f[x]) {
+                Some((p, _)) if (p as usize) < n && p as usize != x => x = p as usize,
+                Some((p, _)) => {
+                    return Err(fail(format!(
+                        "vertex {}'s parent {p} is not another vertex",
+                        name(x as u32)
+                    )))
+                }
+                None => break,
+            }
+        }
+        if state[x] == 1 && forest_entry(f[x]).is_some() {
+            return Err(fail(format!(
+                "the parent pointers through {} form a cycle",
+                name(x as u32)
+            )));
+        }
+        for y in path {
+            state[y] = 2;
+        }
+    }
+    // Every forest edge is a graph edge of that weight; the components; the
+    // edges for Kruskal.
+    let mut found = vec![false; n];
+    let mut pa: Vec<u32> = (0..n as u32).collect();
+    fn find(pa: &mut [u32], mut x: u32) -> u32 {
+        while pa[x as usize] != x {
+            let g = pa[pa[x as usize] as usize];
+            pa[x as usize] = g;
+            x = g;
+        }
+        x
+    }
+    let mut edges: Vec<(f32, u32, u32)> = Vec::new();
+    for_each_edge(store, true, |u, v, w| {
+        for (a, b) in [(u, v), (v, u)] {
+            if forest_entry(f[a as usize])
+                .is_some_and(|(p, x)| p == b && x.to_bits() == w.to_bits())
+            {
+                found[a as usize] = true;
+            }
+        }
+        if u < v {
+            edges.push((w, u, v));
+        }
+    })?;
+    if let Some(v) = (0..n).find(|&v| forest_entry(f[v]).is_some() && !found[v]) {
+        let (p, w) = forest_entry(f[v]).expect("an edge");
+        return Err(fail(format!(
+            "the forest edge ({}, {}) of weight {w} is not an edge of the graph with that weight",
+            name(v as u32),
+            name(p)
+        )));
+    }
+    edges.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut want = Vec::new();
+    for &(w, u, v) in &edges {
+        let (a, b) = (find(&mut pa, u), find(&mut pa, v));
+        if a != b {
+            pa[a.max(b) as usize] = a.min(b);
+            want.push(w);
+        }
+    }
+    let components = n - want.len();
+    let mut got: Vec<f32> = f
+        .iter()
+        .filter_map(|&x| forest_entry(x))
+        .map(|e| e.1)
+        .collect();
+    got.sort_unstable_by(f32::total_cmp);
+    let trees = n - got.len();
+    if trees != components {
+        return Err(fail(format!(
+            "the forest has {trees} trees, but the graph has {components} components: it does not span them"
+        )));
+    }
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        return Err(fail(format!(
+            "not a minimum forest: its {}-th lightest edge weighs {}, Kruskal's {}",
+            i + 1,
+            got[i],
+            want[i]
+        )));
+    }
+    let total: f64 = want.iter().map(|&x| x as f64).sum();
+    Ok(format!(
+        "a forest of graph edges spanning all {components} components, its weights those of Kruskal's forest (total {total})"
     ))
 }
 

@@ -108,6 +108,17 @@ fn cases() -> Vec<Case> {
             seed: 7,
         },
         Case {
+            name: "kron-und",
+            kind: GenKind::Kronecker {
+                scale: 8,
+                edge_factor: 6,
+            },
+            weighted: true,
+            undirected: true,
+            with_reverse: false,
+            seed: 17,
+        },
+        Case {
             name: "path",
             kind: GenKind::Path { vertices: 300 },
             weighted: false,
@@ -133,7 +144,7 @@ fn check(store: &Store, g: &MemGraph, cfg: &StreamConfig, what: &str) {
     let ref_spmv = reference::spmv(g);
     let marked = store.manifest().reverse_marked;
     for algo in Algo::ALL {
-        if matches!(algo, Algo::MisGas | Algo::Bp) && store.manifest().directed {
+        if matches!(algo, Algo::MisGas | Algo::Bp | Algo::Mcst) && store.manifest().directed {
             // Refused by name on a directed store (tested in the CLI's tests).
             continue;
         }
@@ -192,6 +203,17 @@ fn check(store: &Store, g: &MemGraph, cfg: &StreamConfig, what: &str) {
                         let got: Vec<bool> = f.iter().map(|&x| x == 1).collect();
                         assert_eq!(got, ref_mis, "{ctx}");
                     }
+                }
+                Output::Forest(f) => {
+                    let (_, edges) = outcore_algos::mcst::forest_weight(f);
+                    let mut got: Vec<f32> = f
+                        .iter()
+                        .filter_map(|&x| outcore_algos::mcst::forest_entry(x))
+                        .map(|e| e.1)
+                        .collect();
+                    got.sort_by(f32::total_cmp);
+                    assert_eq!(got, reference::mst_weights(g), "{ctx}");
+                    assert_eq!(edges as usize, got.len(), "{ctx}");
                 }
                 Output::Values(x) => {
                     let want = match algo {

@@ -274,9 +274,9 @@ mod with_mpi {
         let Some(algo) = Algo::from_name(&a.algo) else {
             bail!("unknown algorithm '{}'", a.algo);
         };
-        if !outcore_algos::programs::external_supported(algo) {
+        if !outcore_algos::programs::dist_supported(algo) {
             bail!(
-                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance, scc, bp)",
+                "{} does not run on the distributed engine yet (it runs bfs, sssp, wcc-lp, mis-gas, pagerank, pagerank-delta, spmv, conductance, scc, bp, mcst)",
                 algo.name()
             );
         }

@@ -108,6 +108,11 @@ fn cells(
         ),
         Output::Flags(f) => (Cell::I(f[v] as i64), None),
         Output::Values(x) => (Cell::F(x[v]), None),
+        // The weight of the edge to the parent, and the parent; a root: 0, -1.
+        Output::Forest(a) => match outcore_algos::mcst::forest_entry(a[v]) {
+            Some((p, w)) => (Cell::F(w as f64), Some(Cell::I(ids.to_user(p) as i64))),
+            None => (Cell::F(0.0), Some(Cell::I(-1))),
+        },
     }
 }
 
@@ -118,7 +123,7 @@ fn text(c: &Cell, out: &Output) -> String {
         Cell::F(x) if x.is_infinite() => "infinity".into(),
         Cell::F(x) => match out {
             // f32 distances: the shortest text that reads back as the same f32.
-            Output::Sssp(_) => format!("{}", *x as f32),
+            Output::Sssp(_) | Output::Forest(_) => format!("{}", *x as f32),
             _ => format!("{x:.14e}"),
         },
     }
@@ -241,10 +246,12 @@ pub(crate) fn write_output(
     parents: bool,
 ) -> Result<()> {
     let n = match out {
-        Output::Bfs(a) | Output::Sssp(a) => a.len(),
+        Output::Bfs(a) | Output::Sssp(a) | Output::Forest(a) => a.len(),
         Output::Labels(a) | Output::Flags(a) => a.len(),
         Output::Values(a) => a.len(),
     };
+    // A forest always names each vertex's parent.
+    let parents = parents || matches!(out, Output::Forest(_));
     // Ascending user ids: dense order, unless the store was relabelled.
     let labels = user_labels(out, ids);
     let order = ids.user_order();

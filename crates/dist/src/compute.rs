@@ -36,7 +36,7 @@ use crate::checkpoint::{self, FailAt, FailPoint, Generation, Record};
 use crate::error::{DistError, Result};
 use crate::layout::{Plan, RankManifest, Rng};
 use crate::phase::{
-    active_of, fetch_degrees, gather_part, load, scatter_part, store, Part, Scatter,
+    active_of, fetch_degrees, gather_part, load, scatter_part, store, update_bytes, Part, Scatter,
 };
 use crate::steal::Board;
 use crate::storage::{self, header, u32_at, StorageStats};
@@ -678,14 +678,20 @@ fn compute<P: EdgeProgram>(
     };
     let mut g = Globals { iteration: 0, prev };
     let bins_room = (cfg.memory / 4 / plan.partitions.max(1) as u64).max(64 << 10);
-    let bin_bytes = (bins_room.min(plan.chunk_bytes) / 12 * 12).max(12) as usize;
+    let rec = update_bytes(prog) as u64;
+    let bin_bytes = (bins_room.min(plan.chunk_bytes) / rec * rec).max(rec) as usize;
     // The partitions this rank masters whose accumulators stay in memory from
     // scatter to gather: as many as fit the room, in order.
     let mut resident = vec![false; plan.partitions as usize];
     let alone = ctx.t.size() == 1;
-    let mut room = cfg
-        .resident_bytes
-        .unwrap_or(if alone { cfg.memory / 8 } else { 0 });
+    // (None for a program whose edges read their destination's value: its
+    // updates are evaluated in the gather, beside the values.)
+    let mut room = match prog.reads_destination() {
+        true => 0,
+        false => cfg
+            .resident_bytes
+            .unwrap_or(if alone { cfg.memory / 8 } else { 0 }),
+    };
     for &p in &mine {
         let (a, b) = plan.range(p);
         if 8 * (b - a) <= room {
@@ -774,12 +780,19 @@ fn compute<P: EdgeProgram>(
                 Some((_, acc, _)) => acc,
                 None => vec![prog.identity(); cnt],
             };
-            // A helper sends its accumulators back.
+            // A helper sends its accumulators back (and reads the values first
+            // when the edges read them).
+            let vbytes = if prog.reads_destination() {
+                vs + 4 + 8
+            } else {
+                8
+            };
             ctx.board
                 .lock()
                 .expect("board")
-                .open(p, 8 * cnt as u64, received[p as usize]);
-            let r = gather_part(ctx, prog, p, it, &mut acc, true);
+                .open(p, vbytes * cnt as u64, received[p as usize]);
+            let dst = prog.reads_destination().then_some(&part.vals[..]);
+            let r = gather_part(ctx, prog, p, it, &mut acc, dst, true);
             let helpers = ctx.board.lock().expect("board").close();
             r?;
             for _ in 0..helpers {
@@ -813,7 +826,12 @@ fn compute<P: EdgeProgram>(
         help(ctx, phase, &mut |ctx, p| {
             let (a, b) = plan.range(p);
             let mut acc = vec![prog.identity(); (b - a) as usize];
-            gather_part(ctx, prog, p, it, &mut acc, false)?;
+            let part = match prog.reads_destination() {
+                true => Some(load(ctx, prog, p, false)?),
+                false => None,
+            };
+            let dst = part.as_ref().map(|x| &x.vals[..]);
+            gather_part(ctx, prog, p, it, &mut acc, dst, false)?;
             let mut msg = Vec::with_capacity(4 + 8 * acc.len());
             msg.extend_from_slice(&p.to_le_bytes());
             msg.extend_from_slice(bytemuck::cast_slice(&acc));

@@ -102,6 +102,17 @@ pub(crate) struct Scatter {
     pub(crate) resident: Vec<Option<(u64, Vec<u64>, u64)>>,
 }
 
+/// Bytes of one update record: `(v, contribution)`, or, for a program whose
+/// edges read their destination's value ([`EdgeProgram::reads_destination`]),
+/// the edge itself `(v, u, w, message)`, evaluated in the gather.
+pub(crate) fn update_bytes<P: EdgeProgram>(prog: &P) -> usize {
+    if prog.reads_destination() {
+        20
+    } else {
+        12
+    }
+}
+
 impl Scatter {
     fn push<P: EdgeProgram>(
         &mut self,
@@ -131,6 +142,29 @@ impl Scatter {
         bin.extend_from_slice(&x.to_le_bytes());
         ctx.stats.updates_sent += 1;
         if bin.len() - 16 + 12 > self.bin_bytes {
+            self.flush(ctx, q)?;
+        }
+        Ok(())
+    }
+
+    /// An edge `(u, v, w)` with its source's message, for the gather to evaluate.
+    fn push_edge(&mut self, ctx: &mut Ctx, q: usize, v: u32, u: u32, w: f32, m: u64) -> Result<()> {
+        let bin = &mut self.bins[q];
+        if bin.is_empty() {
+            bin.reserve_exact(16 + self.bin_bytes);
+            bin.extend_from_slice(&header(
+                storage::PUT_UPDATES,
+                q as u32,
+                0,
+                2 * self.it as u32,
+            ));
+        }
+        bin.extend_from_slice(&v.to_le_bytes());
+        bin.extend_from_slice(&u.to_le_bytes());
+        bin.extend_from_slice(&w.to_bits().to_le_bytes());
+        bin.extend_from_slice(&m.to_le_bytes());
+        ctx.stats.updates_sent += 1;
+        if bin.len() - 16 + 20 > self.bin_bytes {
             self.flush(ctx, q)?;
         }
         Ok(())
@@ -216,6 +250,10 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
             } else {
                 1.0
             };
+            if prog.reads_destination() {
+                sc.push_edge(ctx, finder.of(v), v, u, w, msgs[i])?;
+                continue;
+            }
             let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
                 DistError::Engine(EngineError::BadEdge {
                     program: prog.name(),
@@ -233,17 +271,26 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
 }
 
 /// Streams partition `p`'s update chunks of iteration `it` into `acc` (the
-/// master, or a helper).
+/// master, or a helper); `dst` holds the partition's values when the program's
+/// edges read them (its updates are edges, evaluated here).
 pub(crate) fn gather_part<P: EdgeProgram>(
     ctx: &mut Ctx,
     prog: &P,
     p: u32,
     it: u64,
     acc: &mut [u64],
+    dst: Option<&[P::V]>,
     master: bool,
 ) -> Result<()> {
     let (a, _) = ctx.plan.range(p);
     let cnt = acc.len() as u64;
+    let rec = update_bytes(prog);
+    if prog.reads_destination() && dst.is_none_or(|d| d.len() != acc.len()) {
+        return Err(DistError::Invalid(format!(
+            "{}: the gather of partition {p} needs its vertex values",
+            prog.name()
+        )));
+    }
     let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
         ctx.fail_point(FailPoint::Phase(2 * it as u32 + 1))?;
         ctx.stats.update_chunks_read += 1;
@@ -252,18 +299,32 @@ pub(crate) fn gather_part<P: EdgeProgram>(
         } else {
             ctx.stats.stolen_chunks += 1;
         }
-        if !data.len().is_multiple_of(12) {
+        if !data.len().is_multiple_of(rec) {
             return Err(DistError::Protocol(format!(
                 "an update chunk of partition {p} holds {} bytes",
                 data.len()
             )));
         }
-        for r in data.chunks_exact(12) {
+        for r in data.chunks_exact(rec) {
             let v = u32_at(r, 0) as u64;
-            let x = u64::from_le_bytes(r[4..12].try_into().expect("8"));
             let i = v.checked_sub(a).filter(|&i| i < cnt).ok_or_else(|| {
                 DistError::Protocol(format!("an update for vertex {v} reached partition {p}"))
             })? as usize;
+            let x = match dst {
+                Some(d) if rec == 20 => {
+                    let (u, w) = (u32_at(r, 1), f32::from_bits(u32_at(r, 2)));
+                    let m = u64::from_le_bytes(r[12..20].try_into().expect("8"));
+                    prog.edge_to(m, u, w, &d[i]).ok_or_else(|| {
+                        DistError::Engine(EngineError::BadEdge {
+                            program: prog.name(),
+                            u,
+                            v: v as u32,
+                            w,
+                        })
+                    })?
+                }
+                _ => u64::from_le_bytes(r[4..12].try_into().expect("8")),
+            };
             acc[i] = prog.combine(acc[i], x);
         }
         Ok(())

@@ -378,6 +378,7 @@ impl<'s> SortReduceEngine<'s> {
 impl crate::program::ProgramRunner for SortReduceEngine<'_> {
     fn run_program<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
         crate::program::one_way(prog, "sort-reduce")?;
+        crate::program::needs_destination(prog, "sort-reduce")?;
         self.run(prog)
     }
     fn iterations(&self) -> u64 {

@@ -32,10 +32,16 @@ impl MemGraph {
             .collect();
         MemGraph { n, edges }
     }
-    /// Adds the reverse of every edge.
+    /// Adds the reverse of every edge but a self-loop (its own reverse, stored
+    /// once, as `ingest --undirected` does).
     pub fn undirected(&self) -> MemGraph {
         let mut edges = self.edges.clone();
-        edges.extend(self.edges.iter().map(|&(u, v, w)| (v, u, w)));
+        edges.extend(
+            self.edges
+                .iter()
+                .filter(|e| e.0 != e.1)
+                .map(|&(u, v, w)| (v, u, w)),
+        );
         MemGraph { n: self.n, edges }
     }
     fn out_lists(&self) -> Vec<Vec<(u32, f32)>> {
@@ -329,4 +335,53 @@ mod tests {
         assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-12);
         assert_eq!(spmv(&g), vec![0.0, 1.0, 6.5, 0.0, 1.0]);
     }
+}
+
+/// The weights of a minimum spanning forest of `g` (edges taken as undirected),
+/// ascending: Prim's algorithm from every vertex not yet reached, with a binary
+/// heap. Every minimum spanning forest has this multiset of weights.
+pub fn mst_weights(g: &MemGraph) -> Vec<f32> {
+    // Weights ordered by their bits made monotone (negative ones included).
+    let key = |w: f32| {
+        let b = w.to_bits();
+        if b >> 31 == 1 {
+            !b
+        } else {
+            b | 1 << 31
+        }
+    };
+    let mut adj = vec![Vec::new(); g.n as usize];
+    for &(u, v, w) in &g.edges {
+        if u != v {
+            adj[u as usize].push((v, w));
+            adj[v as usize].push((u, w));
+        }
+    }
+    let mut inside = vec![false; g.n as usize];
+    let mut out = Vec::new();
+    for s in 0..g.n {
+        if inside[s as usize] {
+            continue;
+        }
+        let mut heap = BinaryHeap::new();
+        heap.push(Reverse((0u32, s, 0u32)));
+        let mut first = true;
+        while let Some(Reverse((_, v, w))) = heap.pop() {
+            if inside[v as usize] {
+                continue;
+            }
+            inside[v as usize] = true;
+            if !first {
+                out.push(f32::from_bits(w));
+            }
+            first = false;
+            for &(x, wx) in &adj[v as usize] {
+                if !inside[x as usize] {
+                    heap.push(Reverse((key(wx), x, wx.to_bits())));
+                }
+            }
+        }
+    }
+    out.sort_by(f32::total_cmp);
+    out
 }

@@ -763,6 +763,7 @@ impl<'s> ExternalEngine<'s> {
 impl crate::program::ProgramRunner for ExternalEngine<'_> {
     fn run_program<P: EdgeProgram>(&mut self, prog: &P) -> Result<VertexArray<P::Out>> {
         crate::program::one_way(prog, "external")?;
+        crate::program::needs_destination(prog, "external")?;
         self.run(prog)
     }
     fn iterations(&self) -> u64 {

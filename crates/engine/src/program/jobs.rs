@@ -42,6 +42,7 @@ pub fn program_job<P: EdgeProgram + Send + 'static>(
     degrees: impl FnOnce() -> Result<Arc<VertexArray<u32>>>,
     describe: DescribeRefusal,
 ) -> Result<Box<dyn ProgramJob<P::Out>>> {
+    super::needs_destination(&prog, "jobs")?;
     if !prog.relaxes() {
         let name = prog.name();
         return Ok(Box::new(SyncJob {

@@ -148,6 +148,23 @@ pub trait EdgeProgram: Sync {
     fn both_directions(&self) -> bool {
         false
     }
+    /// The contribution of an edge depends on its destination's value too
+    /// ([`EdgeProgram::edge_to`]; Chaos's and X-Stream's gather, which sees the
+    /// vertex it gathers into). Engines evaluate such an edge where the
+    /// destination's value is at hand — the streaming engine in its edge pass
+    /// (the values of the previous iteration, which the pass does not change),
+    /// the distributed engine in its gather (its updates then carry the
+    /// source, the weight and the message) — and the others refuse the program.
+    fn reads_destination(&self) -> bool {
+        false
+    }
+    /// The contribution of edge `(u, v, w)` carrying `msg`, where `dst` is `v`'s
+    /// value as of the previous iteration; only called when
+    /// [`EdgeProgram::reads_destination`] says so.
+    fn edge_to(&self, msg: u64, u: u32, w: f32, dst: &Self::V) -> Option<u64> {
+        let _ = dst;
+        self.edge(msg, u, w)
+    }
     /// The value of vertex `v` before the first iteration and whether it is active.
     fn init(&self, v: u32, out_degree: u32, agg: &mut Aggregates) -> (Self::V, bool);
     /// The message a source sends along its out-edges.
@@ -211,6 +228,18 @@ pub(crate) fn one_way<P: EdgeProgram>(p: &P, engine: &str) -> crate::Result<()> 
     if p.both_directions() {
         return Err(crate::EngineError::Invalid(format!(
             "{} on the {engine} engine moves values along out-edges only; it needs a store holding both directions",
+            p.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a [`EdgeProgram::reads_destination`] program on an engine that
+/// combines contributions before they meet their destination's value.
+pub fn needs_destination<P: EdgeProgram>(p: &P, engine: &str) -> crate::Result<()> {
+    if p.reads_destination() {
+        return Err(crate::EngineError::Invalid(format!(
+            "{} evaluates each edge against its destination's value, which the {engine} engine does not hold where it combines updates; use --engine stream (or the distributed engine)",
             p.name()
         )));
     }

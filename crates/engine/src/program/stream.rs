@@ -140,9 +140,17 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
         g.iteration = done + 1;
         {
             let s = sums.atomic();
-            let edge = |u: u32, v: u32, w: f32, m: u64| match prog.edge(m, u, w) {
-                Some(c) => combine_atomic(prog, &s[v as usize], c),
-                None => refused.record(u, v, w),
+            let dsts = &vals;
+            let edge = |u: u32, v: u32, w: f32, m: u64| {
+                let c = if prog.reads_destination() {
+                    prog.edge_to(m, u, w, &dsts[v as usize])
+                } else {
+                    prog.edge(m, u, w)
+                };
+                match c {
+                    Some(c) => combine_atomic(prog, &s[v as usize], c),
+                    None => refused.record(u, v, w),
+                }
             };
             match &msgs {
                 Some(m) => {
@@ -154,7 +162,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                     )?
                 }
                 None => {
-                    let vals = &vals;
+                    let vals = dsts;
                     e.exec_ahead(
                         Mode::Multi,
                         |v| prefetch(s, v),
