@@ -313,30 +313,6 @@ pub fn diameter(g: &MemGraph) -> u32 {
         .unwrap_or(0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn references_on_a_small_graph() {
-        // 0 -> 1 -> 2, 0 -> 2 (weight 5), 3 isolated, 4 -> 4 self-loop
-        let g = MemGraph {
-            n: 5,
-            edges: vec![(0, 1, 1.0), (1, 2, 1.5), (0, 2, 5.0), (4, 4, 1.0)],
-        };
-        assert_eq!(bfs(&g, 0), vec![Some(0), Some(1), Some(1), None, None]);
-        assert_eq!(
-            sssp(&g, 0),
-            vec![Some(0.0), Some(1.0), Some(2.5), None, None]
-        );
-        assert_eq!(wcc(&g), vec![0, 0, 0, 3, 4]);
-        assert_eq!(greedy_mis(&g), vec![true, false, false, true, true]);
-        let pr = pagerank(&g, 0.85, 20);
-        assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-        assert_eq!(spmv(&g), vec![0.0, 1.0, 6.5, 0.0, 1.0]);
-    }
-}
-
 /// The weights of a minimum spanning forest of `g` (edges taken as undirected),
 /// ascending: Prim's algorithm from every vertex not yet reached, with a binary
 /// heap. Every minimum spanning forest has this multiset of weights.
@@ -384,4 +360,28 @@ pub fn mst_weights(g: &MemGraph) -> Vec<f32> {
     }
     out.sort_by(f32::total_cmp);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_on_a_small_graph() {
+        // 0 -> 1 -> 2, 0 -> 2 (weight 5), 3 isolated, 4 -> 4 self-loop
+        let g = MemGraph {
+            n: 5,
+            edges: vec![(0, 1, 1.0), (1, 2, 1.5), (0, 2, 5.0), (4, 4, 1.0)],
+        };
+        assert_eq!(bfs(&g, 0), vec![Some(0), Some(1), Some(1), None, None]);
+        assert_eq!(
+            sssp(&g, 0),
+            vec![Some(0.0), Some(1.0), Some(2.5), None, None]
+        );
+        assert_eq!(wcc(&g), vec![0, 0, 0, 3, 4]);
+        assert_eq!(greedy_mis(&g), vec![true, false, false, true, true]);
+        let pr = pagerank(&g, 0.85, 20);
+        assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(spmv(&g), vec![0.0, 1.0, 6.5, 0.0, 1.0]);
+    }
 }
