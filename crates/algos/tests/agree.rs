@@ -396,3 +396,76 @@ fn the_loader_delivers_every_block_in_order_and_the_hint_runs_ahead() {
         "ring slots seen {slots_seen:?}"
     );
 }
+
+#[test]
+fn verification_catches_a_wrong_spanning_forest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = build(dir.path(), &case("kron-und"), 4);
+    let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+    let p = Params::default();
+    let r = run(&mut e, Algo::Mcst, &p).unwrap();
+    verify(&store, Algo::Mcst, &p, &r.output).unwrap();
+    let Output::Forest(f) = &r.output else {
+        panic!("a forest")
+    };
+    let entry = |x: u64| outcore_algos::mcst::forest_entry(x);
+    let v = (0..f.len()).find(|&v| entry(f[v]).is_some()).unwrap();
+    let (parent, w) = entry(f[v]).unwrap();
+    let with = |x: u64| {
+        let mut g = f.to_vec();
+        g[v] = x;
+        Output::Forest(outcore_state::VertexArray::from_vec(g))
+    };
+    let pack = |p: u32, w: f32| ((w.to_bits() as u64) << 32) | p as u64;
+    for (bad, says) in [
+        // An edge of a weight the graph does not have between them.
+        (
+            with(pack(parent, w * 2.0 + 1000.0)),
+            "is not an edge of the graph",
+        ),
+        // A tree edge dropped: two trees in one component.
+        (with(u64::MAX), "does not span"),
+        // A vertex its own parent.
+        (with(pack(v as u32, w)), "is not another vertex"),
+    ] {
+        let e = verify(&store, Algo::Mcst, &p, &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e}");
+    }
+    // A heavier edge in place of a lighter one: some non-forest edge (x, y, w')
+    // whose weight is above that of the forest path's heaviest edge; re-hang
+    // one vertex on it where that keeps a forest (a leaf, re-hung on an edge to
+    // another vertex of its tree).
+    let n = f.len();
+    let mut children = vec![0u32; n];
+    for &x in f.iter() {
+        if let Some((p, _)) = entry(x) {
+            children[p as usize] += 1;
+        }
+    }
+    let mut swapped = None;
+    outcore_algos::verify::for_each_edge(&store, true, |a, b, wt| {
+        if swapped.is_some() || a == b || children[a as usize] != 0 {
+            return;
+        }
+        if let Some((pa, wa)) = entry(f[a as usize]) {
+            if pa != b && wt > wa {
+                swapped = Some((a, b, wt));
+            }
+        }
+    })
+    .unwrap();
+    let (a, b, wt) = swapped.expect("a leaf with a heavier non-forest edge");
+    let mut g = f.to_vec();
+    g[a as usize] = pack(b, wt);
+    let e = verify(
+        &store,
+        Algo::Mcst,
+        &p,
+        &Output::Forest(outcore_state::VertexArray::from_vec(g)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("not a minimum forest"), "{e}");
+}

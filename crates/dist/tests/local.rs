@@ -47,6 +47,7 @@ fn same(a: &Output, b: &Output, what: &str) {
         }
         (Output::Labels(x), Output::Labels(y)) => assert_eq!(&x[..], &y[..], "{what}"),
         (Output::Flags(x), Output::Flags(y)) => assert_eq!(&x[..], &y[..], "{what}"),
+        (Output::Forest(x), Output::Forest(y)) => assert_eq!(&x[..], &y[..], "{what}"),
         (Output::Values(x), Output::Values(y)) => {
             assert_eq!(x.len(), y.len(), "{what}");
             for (v, (p, q)) in x.iter().zip(y.iter()).enumerate() {
@@ -186,9 +187,10 @@ fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: boo
         Algo::MisGas,
         Algo::Scc,
         Algo::Bp,
+        Algo::Mcst,
     ]
     .into_iter()
-    .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas | Algo::Bp) || undirected)
+    .filter(|&a| !matches!(a, Algo::WccLp | Algo::MisGas | Algo::Bp | Algo::Mcst) || undirected)
     .filter(|&a| (a == Algo::Scc) == with_reverse)
     .collect();
     let root = (n / 3) as u32;
@@ -274,6 +276,18 @@ fn scc_on_marked_reverse_edges() {
         },
         false,
         false,
+        true,
+    );
+}
+
+#[test]
+fn kronecker_weighted_undirected() {
+    check(
+        GenKind::Kronecker {
+            scale: 8,
+            edge_factor: 6,
+        },
+        true,
         true,
     );
 }
