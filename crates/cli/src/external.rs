@@ -230,8 +230,13 @@ pub fn run(
         "external"
     };
     if !external_supported(algo) {
+        let why = if algo == Algo::Mcst {
+            "; mcst's edges read their destination's value, which this engine does not hold where it combines updates: use --engine stream"
+        } else {
+            ""
+        };
         bail!(
-            "{} does not run on the {name} engine (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv)",
+            "{} does not run on the {name} engine (it runs bfs, sssp, wcc-lp, pagerank, pagerank-delta, spmv, conductance, mis-gas, scc, bp){why}",
             algo.name()
         );
     }

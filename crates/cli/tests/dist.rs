@@ -187,6 +187,7 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
         ("mis-gas", "u", &["--seed", "3"]),
         ("scc", "r", &[]),
         ("bp", "u", &["--coupling", "0.02"]),
+        ("mcst", "u", &[]),
     ];
     for (algo, store, extra) in cases {
         let mut a = vec!["run", algo, store, "--out", "ref.txt"];
@@ -263,9 +264,10 @@ fn one_two_and_four_ranks_agree_with_outcore_run() {
                 ] {
                     assert!(r[k].is_u64(), "{k} in {r}");
                 }
-                if np == 1 {
+                if np == 1 && *algo != "mcst" {
                     // One rank masters every partition, and their accumulators
-                    // fit: no update is stored.
+                    // fit: no update is stored (mcst's updates are edges,
+                    // evaluated in the gather against the destination's value).
                     assert_eq!(r["updates_sent"], 0, "{algo}: {r}");
                 }
                 assert!(r["idle_seconds"].is_f64(), "{r}");

@@ -483,3 +483,80 @@ fn with_reverse_refuses_negative_weights_and_clashing_options() {
         assert!(!out.exists(), "{extra:?}: a refused ingest leaves no store");
     }
 }
+
+#[test]
+fn mcst_writes_each_vertexs_forest_edge_in_user_ids() {
+    let d = tempfile::tempdir().unwrap();
+    // A square 10-20-30-40 (weights 1, 2, 3 and a heavy 9 closing it), a
+    // diagonal 10-30 of weight 2.5, a negative edge 40-50, and 1000-2000 apart;
+    // 7 is alone.
+    let input = d.path().join("m.txt");
+    std::fs::write(
+        &input,
+        "10 20 1\n20 30 2\n30 40 3\n40 10 9\n10 30 2.5\n40 50 -0.5\n1000 2000 4\n7 7 1\n",
+    )
+    .unwrap();
+    let out = d.path().join("m");
+    let o = run(&[
+        "ingest",
+        s(&input),
+        "-o",
+        s(&out),
+        "--remap",
+        "--undirected",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    let text = result(d.path(), &["mcst", s(&out)]);
+    // "id weight parent": one tree per component, roots at weight 0, parent -1.
+    let mut edges = Vec::new();
+    let mut roots = 0;
+    for l in text.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 3, "{l}");
+        if f[2] == "-1" {
+            assert_eq!(f[1], "0", "{l}");
+            roots += 1;
+        } else {
+            let (a, b): (u64, u64) = (f[0].parse().unwrap(), f[2].parse().unwrap());
+            edges.push((a.min(b), a.max(b), f[1].to_string()));
+        }
+    }
+    edges.sort();
+    let want: Vec<(u64, u64, String)> = [
+        (10, 20, "1"),
+        (20, 30, "2"),
+        (30, 40, "3"),
+        (40, 50, "-0.5"),
+        (1000, 2000, "4"),
+    ]
+    .iter()
+    .map(|&(a, b, w)| (a, b, w.to_string()))
+    .collect();
+    assert_eq!(edges, want, "{text}");
+    assert_eq!(roots, 3, "{text}");
+    // Where it is refused, and why.
+    let directed = d.path().join("dir");
+    assert!(run(&["ingest", s(&input), "-o", s(&directed), "--remap"])
+        .status
+        .success());
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "mcst", s(&directed)],
+            "mcst spans an undirected graph, so it needs a store holding both directions",
+        ),
+        (
+            &["run", "mcst", s(&out), "--engine", "external"],
+            "does not run on the external engine",
+        ),
+        (
+            &["run", "mcst", s(&out), "--engine", "sortreduce"],
+            "does not run on the sort-reduce engine",
+        ),
+        (&["run", "mcst", s(&out), "--engine", "vertex"], "mcst"),
+    ];
+    for (args, needle) in cases {
+        let o = run(args);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(needle), "{args:?}: {}", err(&o));
+    }
+}

@@ -391,10 +391,22 @@ fn kronecker_pair(
     vchunk: u64,
     partitions: u32,
 ) -> (Store, PathBuf, u64) {
+    kronecker_pair_with(tmp, scale, edge_factor, chunk, vchunk, partitions, false)
+}
+
+fn kronecker_pair_with(
+    tmp: &Path,
+    scale: u32,
+    edge_factor: u64,
+    chunk: u64,
+    vchunk: u64,
+    partitions: u32,
+    undirected: bool,
+) -> (Store, PathBuf, u64) {
     let kind = GenKind::Kronecker { scale, edge_factor };
     let n = kind.vertices();
     let inp = input(tmp, kind, true);
-    let io = ingest_opts(false, n);
+    let io = ingest_opts(undirected, n);
     let store_dir = tmp.join("store");
     outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
     let dir = tmp.join("dist");
@@ -585,6 +597,33 @@ fn idle_ranks_steal_work_and_the_answers_hold() {
             same(&got.output, &want.output, &what);
             assert_eq!(got.summary, want.summary, "{what}");
         }
+    }
+    assert!(stolen > 0, "no chunk was stolen");
+}
+
+/// mcst's updates are edges evaluated in the gather against the partition's
+/// values: a helper loads those values too, and the forest is the same.
+#[test]
+fn mcst_with_and_without_stealing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, dir, _) = kronecker_pair_with(tmp.path(), 11, 8, 1200, 256, 2, true);
+    let p = Params::default();
+    let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+    let want = run(&mut e, Algo::Mcst, &p).unwrap();
+    let mut stolen = 0;
+    for steal in [true, false] {
+        let cfg = DistConfig {
+            steal,
+            ..DistConfig::new(64 << 20)
+        };
+        let what = format!("mcst steal {steal}");
+        let res: Vec<_> = dist_try(&dir, 2, Algo::Mcst, &p, &cfg)
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
+            .collect();
+        stolen += res.iter().map(|r| r.1.stolen_chunks).sum::<u64>();
+        same(&res[0].0.output, &want.output, &what);
+        assert_eq!(res[0].0.summary, want.summary, "{what}");
     }
     assert!(stolen > 0, "no chunk was stolen");
 }
