@@ -33,7 +33,8 @@ class Result:
         labels (uint64: the smallest id in the component), 0/1 flags (mis),
         ranks or centralities (float64).
     parents : numpy.ndarray of int64 or None
-        BFS/SSSP parents in user ids (-1: none) when ``parents=True`` was given.
+        BFS/SSSP parents in user ids (-1: none) when ``parents=True`` was given;
+        always for mcst (each vertex's forest parent).
     stats : dict
         What ``outcore run --stats`` writes: engine, iterations, bytes read and
         written, seconds, peak memory, the engine choice and its reason.
@@ -127,7 +128,8 @@ _RUN_OPTIONS = """
 
 def _with_run_options(cls):
     for name in ("run", "bfs", "sssp", "wcc", "wcc_lp", "mis", "mis_luby", "pagerank",
-                 "pagerank_delta", "spmv", "conductance", "mis_gas", "scc", "bp", "diam", "bc", "apsp"):
+                 "pagerank_delta", "spmv", "conductance", "mis_gas", "scc", "bp", "mcst", "diam", "bc",
+                 "apsp"):
         fn = getattr(cls, name)
         fn.__doc__ = (fn.__doc__ or "").rstrip() + _RUN_OPTIONS
     return cls
@@ -269,6 +271,13 @@ class Store:
         (label) of its component. Needs a store ingested with
         ``with_reverse=True`` (the algorithm follows edges backwards)."""
         return self.run("scc", progress, **options)
+
+    def mcst(self, *, progress: Any = None, **options: Any) -> Result:
+        """A minimum cost spanning forest (Borůvka's rounds): for each vertex,
+        ``values`` holds the weight of its forest edge and ``parents`` the other
+        end (a tree's root: weight 0, parent -1). Needs a store holding both
+        directions (ingested undirected); negative weights are fine."""
+        return self.run("mcst", progress, **options)
 
     def bp(self, *, coupling: float = 0.001, seed: int = 1, progress: Any = None,
            **options: Any) -> Result:

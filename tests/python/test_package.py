@@ -168,6 +168,29 @@ def test_scc_against_networkx_on_every_engine(work):
         outcore.ingest(G, work / "plain.store", progress=False).scc(progress=False)
 
 
+def test_mcst_against_networkx(work):
+    # Weights with ties and negative ones; string ids.
+    G = nx.gnm_random_graph(500, 1500, seed=21)
+    rng = np.random.default_rng(2)
+    for a, b in G.edges:
+        G[a][b]["weight"] = float(rng.integers(-3, 12)) / 2
+    G.add_node(999)  # alone: a tree of its own
+    G = nx.relabel_nodes(G, {v: f"v{v}" for v in G})
+    s = outcore.ingest(G, work / "mcst.store", progress=False)
+    r = s.mcst(verify=True, progress=False)
+    want = nx.minimum_spanning_tree(G)
+    tree = r.parents != -1
+    assert tree.sum() == want.number_of_edges()
+    assert r.values[tree].sum() == want.size(weight="weight")
+    assert r.values[~tree].tolist() == [0.0] * int((~tree).sum())
+    # Parents are node positions, like ids: their labels name the nodes.
+    for k, x, p in zip(r.keys(), r.values.tolist(), r.parents.tolist()):
+        if p != -1:
+            assert G[k][r.labels[p]]["weight"] == x
+    with pytest.raises(outcore.OutcoreError, match="does not run on the external engine"):
+        s.mcst(engine="external", progress=False)
+
+
 def test_bp_homophily_on_every_engine(work):
     # Two dense communities joined by a few edges: beliefs follow the priors
     # inside each community; every engine gives the same beliefs.

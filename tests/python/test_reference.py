@@ -304,6 +304,57 @@ def test_scc_matches_scipy_and_networkx(name, engine, work):
     assert {frozenset(c) for c in by_label.values()} == classes
 
 
+@pytest.mark.parametrize("name", ["facebook", "wiki", "kron"])
+def test_mcst_matches_scipy_and_networkx(name, work):
+    g, _ = graph(name, work)
+    file, flags = (work / "kron.bin32w", ["--vertices", 1 << 12]) if name == "kron" else (
+        SHARED / GRAPHS[name][0], GRAPHS[name][1])
+    store = work / f"{name}.und.store"
+    if not store.exists():
+        outcore("ingest", file, "-o", store, "--undirected", *flags)
+    out = work / f"{name}.mcst"
+    r = outcore("run", "mcst", store, "--out", out, "--verify")
+    rows = [line.split() for line in open(out)]
+    ids = np.array([int(a) for a, _, _ in rows])
+    assert np.array_equal(ids, g.ids)
+    parent = np.array([int(p) for _, _, p in rows])
+    w = np.array([float(x) for _, x, _ in rows], np.float32)
+    tree = parent >= 0
+    # The least weight between each pair of vertices (edges taken undirected).
+    least = {}
+    for a, b, x in zip(g.u.tolist(), g.v.tolist(), g.w.tolist()):
+        key = (min(a, b), max(a, b))
+        least[key] = min(least.get(key, np.inf), x)
+    pairs = [(a, b, x) for (a, b), x in least.items() if a != b]
+    a, b, x = (np.array(c) for c in zip(*pairs))
+    # scipy: the same multiset of weights (every minimum spanning forest has
+    # it), so the same total; as many trees as components.
+    U = sp.csr_matrix((x, (a, b)), shape=(g.n, g.n))
+    T = cg.minimum_spanning_tree(U)
+    assert np.array_equal(np.sort(w[tree]), np.sort(T.data.astype(np.float32)))
+    k, _ = cg.connected_components(U, directed=False)
+    assert g.n - tree.sum() == k
+    assert f"spanning forest of {tree.sum()} edges in {k} trees" in r.stderr
+    # Every forest edge is an edge of the graph with that weight (the least
+    # between its ends), and the forest has no cycle (networkx).
+    pos = {x: i for i, x in enumerate(g.ids.tolist())}
+    F = nx.Graph()
+    F.add_nodes_from(range(g.n))
+    for v in np.flatnonzero(tree):
+        p = pos[parent[v]]
+        assert np.float32(least[(min(v, p), max(v, p))]) == w[v]
+        F.add_edge(int(v), p)
+    assert nx.is_forest(F)
+    # networkx's own minimum spanning forest: the same total.
+    G = nx.Graph()
+    G.add_nodes_from(range(g.n))
+    for (a, b), x in least.items():
+        if a != b:
+            G.add_edge(a, b, weight=float(np.float32(x)))
+    want = nx.minimum_spanning_tree(G).size(weight="weight")
+    assert np.isclose(float(w[tree].astype(np.float64).sum()), want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("name", ["facebook", "wiki", "lux"])
 @pytest.mark.parametrize("algo", ["mis", "mis-luby"])
 def test_mis_is_independent_and_maximal_by_networkx(name, algo, work):
