@@ -343,31 +343,13 @@ fn tree(
             )));
         }
     }
-    // No cycles: follow parents with a three-colour walk.
-    let mut state = vec![0u8; n]; // 0 unvisited, 1 on the current path, 2 done
-    for s in 0..n {
-        if t[s].is_none() || state[s] != 0 {
-            continue;
-        }
-        let mut path = Vec::new();
-        let mut x = s;
-        while state[x] == 0 {
-            state[x] = 1;
-            path.push(x);
-            if x == root as usize {
-                break;
-            }
-            x = t[x].unwrap().1 as usize;
-            if state[x] == 1 {
-                return Err(fail(format!(
-                    "the parent pointers through {} form a cycle",
-                    name(x as u32)
-                )));
-            }
-        }
-        for y in path {
-            state[y] = 2;
-        }
+    // No cycles.
+    let parent = |x: usize| t[x].filter(|_| x != root as usize).map(|e| e.1 as usize);
+    if let Some(x) = find_cycle(n, parent) {
+        return Err(fail(format!(
+            "the parent pointers through {} form a cycle",
+            name(x as u32)
+        )));
     }
     Ok(format!(
         "Graph500 rules hold: {reached} vertices reached, a tree rooted at {}, every edge within one {} and every parent edge present",
@@ -376,17 +358,42 @@ fn tree(
     ))
 }
 
+/// The root of `x` in the union-find forest `pa` (path halving).
+fn find(pa: &mut [u32], mut x: u32) -> u32 {
+    while pa[x as usize] != x {
+        let g = pa[pa[x as usize] as usize];
+        pa[x as usize] = g;
+        x = g;
+    }
+    x
+}
+
+/// A vertex on a cycle of the parent pointers (`parent(x)`: `None` at a root),
+/// found by a three-colour walk; `None` when they form a forest.
+fn find_cycle(n: usize, parent: impl Fn(usize) -> Option<usize>) -> Option<usize> {
+    let mut state = vec![0u8; n]; // 0 unvisited, 1 on the current path, 2 done
+    for s in 0..n {
+        let mut path = Vec::new();
+        let mut x = s;
+        while state[x] == 0 {
+            state[x] = 1;
+            path.push(x);
+            match parent(x) {
+                Some(p) if state[p] == 1 => return Some(p),
+                Some(p) => x = p,
+                None => break,
+            }
+        }
+        for y in path {
+            state[y] = 2;
+        }
+    }
+    None
+}
+
 fn wcc(store: &dyn EdgeSource, labels: &[u32], name: &dyn Fn(u32) -> u64) -> Result<String> {
     let n = labels.len();
     let mut pa: Vec<u32> = (0..n as u32).collect();
-    fn find(pa: &mut [u32], mut x: u32) -> u32 {
-        while pa[x as usize] != x {
-            let g = pa[pa[x as usize] as usize];
-            pa[x as usize] = g;
-            x = g;
-        }
-        x
-    }
     for_each_edge(store, false, |u, v, _| {
         let (a, b) = (find(&mut pa, u), find(&mut pa, v));
         if a != b {
@@ -458,46 +465,24 @@ fn mcst(store: &dyn EdgeSource, f: &[u64], name: &dyn Fn(u32) -> u64) -> Result<
     use crate::mcst::forest_entry;
     let n = f.len();
     // A forest: parents in range, and no cycle.
-    let mut state = vec![0u8; n];
-    for s in 0..n {
-        let mut path = Vec::new();
-        let mut x = s;
-        while state[x] == 0 {
-            state[x] = 1;
-            path.push(x);
-            match forest_entry(f[x]) {
-                Some((p, _)) if (p as usize) < n && p as usize != x => x = p as usize,
-                Some((p, _)) => {
-                    return Err(fail(format!(
-                        "vertex {}'s parent {p} is not another vertex",
-                        name(x as u32)
-                    )))
-                }
-                None => break,
-            }
-        }
-        if state[x] == 1 && forest_entry(f[x]).is_some() {
+    for (x, &e) in f.iter().enumerate() {
+        if let Some((p, _)) = forest_entry(e).filter(|&(p, _)| p as usize >= n || p as usize == x) {
             return Err(fail(format!(
-                "the parent pointers through {} form a cycle",
+                "vertex {}'s parent {p} is not another vertex",
                 name(x as u32)
             )));
         }
-        for y in path {
-            state[y] = 2;
-        }
+    }
+    if let Some(x) = find_cycle(n, |x| forest_entry(f[x]).map(|e| e.0 as usize)) {
+        return Err(fail(format!(
+            "the parent pointers through {} form a cycle",
+            name(x as u32)
+        )));
     }
     // Every forest edge is a graph edge of that weight; the components; the
     // edges for Kruskal.
     let mut found = vec![false; n];
     let mut pa: Vec<u32> = (0..n as u32).collect();
-    fn find(pa: &mut [u32], mut x: u32) -> u32 {
-        while pa[x as usize] != x {
-            let g = pa[pa[x as usize] as usize];
-            pa[x as usize] = g;
-            x = g;
-        }
-        x
-    }
     let mut edges: Vec<(f32, u32, u32)> = Vec::new();
     for_each_edge(store, true, |u, v, w| {
         for (a, b) in [(u, v), (v, u)] {

@@ -128,6 +128,14 @@ impl Scatter {
             *n += 1;
             return Ok(());
         }
+        let bin = self.bin(q);
+        bin.extend_from_slice(&v.to_le_bytes());
+        bin.extend_from_slice(&x.to_le_bytes());
+        self.pushed(ctx, q, 12)
+    }
+
+    /// Partition `q`'s bin, its header written when it was empty.
+    fn bin(&mut self, q: usize) -> &mut Vec<u8> {
         let bin = &mut self.bins[q];
         if bin.is_empty() {
             bin.reserve_exact(16 + self.bin_bytes);
@@ -138,10 +146,14 @@ impl Scatter {
                 2 * self.it as u32,
             ));
         }
-        bin.extend_from_slice(&v.to_le_bytes());
-        bin.extend_from_slice(&x.to_le_bytes());
+        bin
+    }
+
+    /// Counts an update of `rec` bytes just added to bin `q`; stores the bin
+    /// when another would not fit.
+    fn pushed(&mut self, ctx: &mut Ctx, q: usize, rec: usize) -> Result<()> {
         ctx.stats.updates_sent += 1;
-        if bin.len() - 16 + 12 > self.bin_bytes {
+        if self.bins[q].len() - 16 + rec > self.bin_bytes {
             self.flush(ctx, q)?;
         }
         Ok(())
@@ -149,25 +161,12 @@ impl Scatter {
 
     /// An edge `(u, v, w)` with its source's message, for the gather to evaluate.
     fn push_edge(&mut self, ctx: &mut Ctx, q: usize, v: u32, u: u32, w: f32, m: u64) -> Result<()> {
-        let bin = &mut self.bins[q];
-        if bin.is_empty() {
-            bin.reserve_exact(16 + self.bin_bytes);
-            bin.extend_from_slice(&header(
-                storage::PUT_UPDATES,
-                q as u32,
-                0,
-                2 * self.it as u32,
-            ));
-        }
+        let bin = self.bin(q);
         bin.extend_from_slice(&v.to_le_bytes());
         bin.extend_from_slice(&u.to_le_bytes());
         bin.extend_from_slice(&w.to_bits().to_le_bytes());
         bin.extend_from_slice(&m.to_le_bytes());
-        ctx.stats.updates_sent += 1;
-        if bin.len() - 16 + 20 > self.bin_bytes {
-            self.flush(ctx, q)?;
-        }
-        Ok(())
+        self.pushed(ctx, q, 20)
     }
 
     pub(crate) fn flush(&mut self, ctx: &mut Ctx, q: usize) -> Result<()> {
