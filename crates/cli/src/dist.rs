@@ -134,8 +134,9 @@ pub struct DistRunArgs {
     pub no_steal: bool,
     /// Memory for the accumulators of the partitions this rank masters, kept
     /// from scatter to gather so that their updates are combined at once rather
-    /// than stored and read back (default: an eighth of --memory on one rank,
-    /// none on several; 0: none).
+    /// than stored and read back (default: an eighth of --memory; 0: none; at
+    /// most what --memory leaves beside a partition's state, the update bins and
+    /// a full request window's chunks).
     #[arg(long, value_parser = outcore_io::parse_size)]
     pub resident: Option<u64>,
 }

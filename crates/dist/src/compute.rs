@@ -39,7 +39,7 @@ use crate::phase::{
     active_of, fetch_degrees, gather_part, load, scatter_part, store, update_bytes, Part, Scatter,
 };
 use crate::steal::Board;
-use crate::storage::{self, header, u32_at, StorageStats};
+use crate::storage::{self, header, u32_at, Payload, Storage, StorageStats};
 use crate::transport::{self, Transport};
 use crate::{TAG_ACK, TAG_MERGE, TAG_REQ, TAG_RESP, TAG_RESULT};
 use bytemuck::Zeroable;
@@ -76,9 +76,10 @@ pub struct DistConfig {
     pub steal: bool,
     /// Bytes of accumulators kept in memory from scatter to gather for the
     /// partitions this rank masters (their updates are combined at once, not
-    /// stored); `None`: an eighth of `memory` on a single rank, none on
-    /// several (measured: 0.88x the time on one rank, 1.01x and 1.14x on 2 and
-    /// 4 ranks sharing two cores — docs/benchmarks.md).
+    /// stored), at most what `memory` leaves beside one partition's vertex
+    /// state, the update bins and a full request window's replies; `None`: an eighth of `memory` (measured against none: 0.49x
+    /// the time on one rank, 0.79x and 0.96x on 2 and 4 ranks sharing two
+    /// cores — docs/benchmarks.md).
     pub resident_bytes: Option<u64>,
 }
 
@@ -178,6 +179,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) record: Record,
     pub(crate) board: Arc<Mutex<Board>>,
     pub(crate) steal: bool,
+    /// This rank's storage engine, whose requests from here are served here.
+    pub(crate) local: &'a Mutex<Storage>,
 }
 
 impl Ctx<'_> {
@@ -198,8 +201,12 @@ impl Ctx<'_> {
         &mut self,
         from: Option<usize>,
         tag: i32,
-    ) -> Result<(usize, u32, Vec<u8>)> {
-        let (r, mut m) = transport::recv(self.t, from, tag, &mut self.idle)?;
+    ) -> Result<(usize, u32, Payload)> {
+        let (r, m) = transport::recv(self.t, from, tag, &mut self.idle)?;
+        self.parse_reply(r, m)
+    }
+
+    fn parse_reply(&self, r: usize, m: Vec<u8>) -> Result<(usize, u32, Payload)> {
         if m.len() < 4 {
             return Err(DistError::Protocol(format!(
                 "rank {r} sent a reply of {} bytes",
@@ -210,20 +217,36 @@ impl Ctx<'_> {
         if status == storage::FAILED {
             return Err(self.failed(r, &m[4..]));
         }
-        m.drain(..4);
-        Ok((r, status, m))
+        Ok((r, status, Payload::of(m)))
+    }
+
+    /// A request to this rank's own storage engine, served here.
+    pub(crate) fn serve_here(&mut self, msg: &[u8]) -> Result<(u32, Payload)> {
+        let (_, out) = self.local.lock().expect("storage").serve_one(msg);
+        let (_, status, data) = self.parse_reply(self.t.rank(), out)?;
+        Ok((status, data))
     }
 
     /// A vertex chunk (`GET_DEGREES` / `GET_STATE`) from the rank it hashes to.
-    pub(crate) fn vertex_chunk(&mut self, op: u32, p: u32, c: u32) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn vertex_chunk(&mut self, op: u32, p: u32, c: u32) -> Result<Option<Payload>> {
         let home = self.plan.vertex_home(p, c);
-        self.t.send(home, TAG_REQ, header(op, p, c, 0))?;
-        let (_, status, data) = self.await_reply(Some(home), TAG_RESP)?;
+        let (status, data) = if home == self.t.rank() {
+            self.serve_here(&header(op, p, c, 0))?
+        } else {
+            self.t.send(home, TAG_REQ, header(op, p, c, 0))?;
+            let (_, status, data) = self.await_reply(Some(home), TAG_RESP)?;
+            (status, data)
+        };
         Ok((status == storage::OK).then_some(data))
     }
 
-    /// Sends a put; at most `limit` stay unacknowledged.
+    /// Sends a put; at most `limit` stay unacknowledged. A put to this rank
+    /// is done here.
     pub(crate) fn put(&mut self, to: usize, msg: Vec<u8>, limit: usize) -> Result<()> {
+        if to == self.t.rank() {
+            self.serve_here(&msg)?;
+            return Ok(());
+        }
         self.t.send(to, TAG_REQ, msg)?;
         self.unacked += 1;
         self.drain_acks(limit)
@@ -238,19 +261,27 @@ impl Ctx<'_> {
     }
 
     /// Streams every chunk of partition `p` (`GET_EDGES` / `GET_UPDATES`) in
-    /// `phase` through `f`, with `window` requests outstanding at random
+    /// `phase` through `f`, with `window` requests outstanding at random other
     /// storage engines, spread over them (an engine with fewer outstanding is
     /// asked first; one with several reads the next chunk while this engine
-    /// processes the last); done when every engine said it has none left.
+    /// processes the last); this rank's own chunks are served here between
+    /// the replies (a reply that has arrived is processed first); done when
+    /// every engine said it has none left. Each request carries `extra` after
+    /// its header (an [`storage::ActiveFilter`] for `GET_EDGES`, or nothing).
     pub(crate) fn stream(
         &mut self,
         op: u32,
         p: u32,
         phase: u32,
+        extra: &[u8],
         f: &mut dyn FnMut(&mut Self, &[u8]) -> Result<()>,
     ) -> Result<()> {
+        let mut req = header(op, p, 0, phase);
+        req.extend_from_slice(extra);
         let n = self.t.size();
-        let mut live = vec![true; n];
+        let me = self.t.rank();
+        let mut live: Vec<bool> = (0..n).map(|r| r != me).collect();
+        let mut here = true;
         let mut asked: Vec<std::collections::VecDeque<Instant>> = vec![Default::default(); n];
         let mut outstanding = 0usize;
         loop {
@@ -261,14 +292,32 @@ impl Ctx<'_> {
                     .filter(|&r| live[r] && asked[r].len() == least)
                     .collect();
                 let r = idle[self.rng.below(idle.len())];
-                self.t.send(r, TAG_REQ, header(op, p, 0, phase))?;
+                self.t.send(r, TAG_REQ, req.clone())?;
                 asked[r].push_back(Instant::now());
                 outstanding += 1;
             }
-            if outstanding == 0 {
-                return Ok(());
-            }
-            let (r, status, data) = self.await_reply(None, TAG_RESP)?;
+            let arrived = if outstanding > 0 {
+                self.t.try_recv(None, TAG_RESP)?
+            } else {
+                None
+            };
+            let (r, status, data) = match arrived {
+                Some((r, m)) => self.parse_reply(r, m)?,
+                None if here => {
+                    let t0 = Instant::now();
+                    let (status, data) = self.serve_here(&req)?;
+                    self.stats.chunk_requests += 1;
+                    self.stats.request_seconds += t0.elapsed().as_secs_f64();
+                    if status == storage::EMPTY {
+                        here = false;
+                    } else {
+                        f(self, &data)?;
+                    }
+                    continue;
+                }
+                None if outstanding == 0 => return Ok(()),
+                None => self.await_reply(None, TAG_RESP)?,
+            };
             let Some(at) = asked[r].pop_front() else {
                 return Err(DistError::Protocol(format!(
                     "an unasked reply from rank {r}"
@@ -384,6 +433,8 @@ pub fn run<P: EdgeProgram>(
     } else {
         default_window(t.size())
     };
+    let board = st.board.clone();
+    let st = Mutex::new(st);
     let mut ctx = Ctx {
         t,
         plan,
@@ -400,11 +451,12 @@ pub fn run<P: EdgeProgram>(
         fail_at: cfg.fail_at,
         ckpt_dir: ckpt_dir.clone(),
         record,
-        board: st.board.clone(),
+        board,
         steal: cfg.steal && t.size() > 1,
+        local: &st,
     };
     let result = std::thread::scope(|s| {
-        let server = s.spawn(|| st.serve(t));
+        let server = s.spawn(|| Storage::serve(&st, t));
         let r = compute(&mut ctx, cfg, prog, manifest, start);
         if let Err(e) = &r {
             // The other ranks may be waiting on this one: stop them all.
@@ -438,6 +490,7 @@ pub fn run<P: EdgeProgram>(
             let (s, rcv) = t.traffic();
             stats.bytes_sent = s;
             stats.bytes_received = rcv;
+            let st = st.into_inner().expect("storage");
             stats.storage = st.stats.clone();
             stats.helpers_accepted = st.board.lock().expect("board").accepted;
             Ok((out, it, stats))
@@ -683,14 +736,18 @@ fn compute<P: EdgeProgram>(
     // The partitions this rank masters whose accumulators stay in memory from
     // scatter to gather: as many as fit the room, in order.
     let mut resident = vec![false; plan.partitions as usize];
-    let alone = ctx.t.size() == 1;
     // (None for a program whose edges read their destination's value: its
     // updates are evaluated in the gather, beside the values.)
+    // They take at most what --memory leaves beside one partition's vertex
+    // state, the update bins and the replies a full request window holds.
+    let spare = cfg.memory.saturating_sub(
+        plan.partition_vertices * prog.bytes_per_vertex()
+            + bin_bytes as u64 * plan.partitions as u64
+            + ctx.window as u64 * plan.chunk_bytes,
+    );
     let mut room = match prog.reads_destination() {
         true => 0,
-        false => cfg
-            .resident_bytes
-            .unwrap_or(if alone { cfg.memory / 8 } else { 0 }),
+        false => cfg.resident_bytes.unwrap_or(cfg.memory / 8).min(spare),
     };
     for &p in &mine {
         let (a, b) = plan.range(p);

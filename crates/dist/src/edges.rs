@@ -46,7 +46,7 @@ impl EdgePasses<'_> {
         let n = plan.vertices;
         for p in 0..plan.partitions {
             let (a, b) = plan.range(p);
-            ctx.stream(storage::GET_EDGES, p, phase, &mut |_, data| {
+            ctx.stream(storage::GET_EDGES, p, phase, &[], &mut |_, data| {
                 if !data.len().is_multiple_of(rb) {
                     return Err(DistError::Layout(format!(
                         "an edge chunk of partition {p} holds {} bytes, not whole records",
@@ -89,9 +89,11 @@ pub fn with_edge_passes<R>(
     let ckpt_dir = run_dir.join("checkpoint");
     let mut idle = Duration::ZERO;
     let io = outcore_io::IoStats::new();
-    let mut st = storage::Storage::open_on_every_rank(
+    let st = storage::Storage::open_on_every_rank(
         t, dir, manifest, &run_dir, &ckpt_dir, 4, io, &mut idle,
     )?;
+    let board = st.board.clone();
+    let st = std::sync::Mutex::new(st);
     let ctx = Ctx {
         t,
         plan,
@@ -108,11 +110,12 @@ pub fn with_edge_passes<R>(
             key: String::new(),
             generations: Vec::new(),
         },
-        board: st.board.clone(),
+        board,
         steal: false,
+        local: &st,
     };
     let result = std::thread::scope(|s| {
-        let server = s.spawn(|| st.serve(t));
+        let server = s.spawn(|| storage::Storage::serve(&st, t));
         let passes = EdgePasses {
             ctx: RefCell::new(ctx),
             pass: Cell::new(0),

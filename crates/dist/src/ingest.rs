@@ -255,6 +255,8 @@ struct Receiver {
     edge_chunks: Vec<EdgeChunk>,
     degree_chunks: Vec<DegreeChunk>,
     io: std::sync::Arc<IoStats>,
+    /// Bytes of one edge record.
+    record: usize,
 }
 
 impl Receiver {
@@ -275,17 +277,24 @@ impl Receiver {
             edge_chunks: Vec::new(),
             degree_chunks: Vec::new(),
             io,
+            record: plan.record_bytes() as usize,
         })
     }
 
     fn take(&mut self, kind: u32, part: u32, chunk: u32, data: &[u8]) -> Result<()> {
         match kind {
             EDGES => {
+                let (first, last) = data
+                    .chunks_exact(self.record)
+                    .map(|r| u32::from_le_bytes(r[..4].try_into().expect("4 bytes")))
+                    .fold((u32::MAX, 0), |(a, b), u| (a.min(u), b.max(u)));
                 self.edge_chunks.push(EdgeChunk {
                     partition: part,
                     offset: self.edges.position(),
                     bytes: data.len() as u64,
                     crc: crc32fast::hash(data),
+                    first,
+                    last,
                 });
                 self.edges.write_all(data)?;
             }

@@ -134,6 +134,17 @@ pub struct EdgeChunk {
     pub offset: u64,
     pub bytes: u64,
     pub crc: u32,
+    /// The smallest and largest source of the chunk's edges: a chunk none
+    /// of whose sources is active is not read (layouts made before these
+    /// were recorded say `0..=u32::MAX`, always read).
+    #[serde(default)]
+    pub first: u32,
+    #[serde(default = "no_last")]
+    pub last: u32,
+}
+
+fn no_last() -> u32 {
+    u32::MAX
 }
 
 /// One vertex chunk's degrees held by a rank.

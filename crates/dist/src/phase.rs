@@ -7,9 +7,10 @@
 use crate::checkpoint::FailPoint;
 use crate::compute::{Ctx, NEVER};
 use crate::error::{DistError, Result};
-use crate::storage::{self, header, u32_at};
+use crate::storage::{self, header, u32_at, ActiveFilter};
 use bytemuck::Zeroable;
 use outcore_engine::program::EdgeProgram;
+use outcore_engine::stream::{prefetch, AHEAD};
 use outcore_engine::EngineError;
 
 /// One partition's vertex data in memory.
@@ -134,6 +135,15 @@ impl Scatter {
         self.pushed(ctx, q, 12)
     }
 
+    /// Hints vertex `v`'s accumulator into the cache when partition `q`'s
+    /// are kept here (`v` in `q`; nothing otherwise).
+    #[inline(always)]
+    fn prefetch(&self, q: usize, v: u32) {
+        if let Some((a, acc, _)) = &self.resident[q] {
+            prefetch(acc, (v as u64).wrapping_sub(*a) as u32);
+        }
+    }
+
     /// Partition `q`'s bin, its header written when it was empty.
     fn bin(&mut self, q: usize) -> &mut Vec<u8> {
         let bin = &mut self.bins[q];
@@ -232,41 +242,77 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
                 data.len()
             )));
         }
-        for r in data.chunks_exact(rb) {
-            let u = u32_at(r, 0);
-            let v = u32_at(r, 1);
-            if (u as u64) < a || u as u64 >= b || v as u64 >= n {
+        // Records come in runs of one source (a chunk is cut from the
+        // partition's edges in source order): an inactive source's run is
+        // passed over after one look at its activity.
+        let mut rest = data;
+        while !rest.is_empty() {
+            let u = u32_at(rest, 0);
+            let mut len = rb;
+            while len < rest.len() && u32_at(&rest[len..], 0) == u {
+                len += rb;
+            }
+            let (run, tail) = rest.split_at(len);
+            rest = tail;
+            if (u as u64) < a || u as u64 >= b {
                 return Err(DistError::Layout(format!(
-                    "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
+                    "an edge chunk of partition {p} (vertices {a}..{b}) holds an edge from {u}: the layout is damaged"
                 )));
             }
             let i = (u as u64 - a) as usize;
             if !act[i] {
                 continue;
             }
-            let w = if weighted {
-                f32::from_bits(u32_at(r, 2))
-            } else {
-                1.0
+            // Targets' accumulators are hinted into the cache AHEAD edges
+            // before their update is combined (they are at random).
+            let recs = run.len() / rb;
+            let hint = |sc: &Scatter, k: usize| {
+                if k < recs {
+                    let v = u32_at(&run[k * rb..], 1);
+                    sc.prefetch(finder.of(v), v);
+                }
             };
-            if prog.reads_destination() {
-                sc.push_edge(ctx, finder.of(v), v, u, w, msgs[i])?;
-                continue;
+            for k in 0..AHEAD.min(recs) {
+                hint(sc, k);
             }
-            let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
-                DistError::Engine(EngineError::BadEdge {
-                    program: prog.name(),
-                    u,
-                    v,
-                    w,
-                })
-            })?;
-            sc.push(ctx, prog, finder.of(v), v, x)?;
+            for (k, r) in run.chunks_exact(rb).enumerate() {
+                hint(sc, k + AHEAD);
+                let v = u32_at(r, 1);
+                if v as u64 >= n {
+                    return Err(DistError::Layout(format!(
+                        "an edge chunk of partition {p} holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
+                    )));
+                }
+                let w = if weighted {
+                    f32::from_bits(u32_at(r, 2))
+                } else {
+                    1.0
+                };
+                if prog.reads_destination() {
+                    sc.push_edge(ctx, finder.of(v), v, u, w, msgs[i])?;
+                    continue;
+                }
+                let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
+                    DistError::Engine(EngineError::BadEdge {
+                        program: prog.name(),
+                        u,
+                        v,
+                        w,
+                    })
+                })?;
+                sc.push(ctx, prog, finder.of(v), v, x)?;
+            }
         }
         ctx.stats.edges_processed += (data.len() / rb) as u64;
         Ok(())
     };
-    ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &mut f)
+    // Chunks with no active source are passed over by the storage engines.
+    let filter = if act.contains(&false) {
+        ActiveFilter::of(act).encode()
+    } else {
+        Vec::new()
+    };
+    ctx.stream(storage::GET_EDGES, p, 2 * it as u32, &filter, &mut f)
 }
 
 /// Streams partition `p`'s update chunks of iteration `it` into `acc` (the
@@ -304,7 +350,16 @@ pub(crate) fn gather_part<P: EdgeProgram>(
                 data.len()
             )));
         }
-        for r in data.chunks_exact(rec) {
+        // Accumulators are hinted into the cache AHEAD updates early.
+        let target = |k: usize| (u32_at(&data[k * rec..], 0) as u64).wrapping_sub(a) as u32;
+        let recs = data.len() / rec;
+        for k in 0..AHEAD.min(recs) {
+            prefetch(acc, target(k));
+        }
+        for (k, r) in data.chunks_exact(rec).enumerate() {
+            if k + AHEAD < recs {
+                prefetch(acc, target(k + AHEAD));
+            }
             let v = u32_at(r, 0) as u64;
             let i = v.checked_sub(a).filter(|&i| i < cnt).ok_or_else(|| {
                 DistError::Protocol(format!("an update for vertex {v} reached partition {p}"))
@@ -328,5 +383,5 @@ pub(crate) fn gather_part<P: EdgeProgram>(
         }
         Ok(())
     };
-    ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &mut f)
+    ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &[], &mut f)
 }

@@ -6,7 +6,10 @@
 //!   yet handed out in this phase (§6.3) — each chunk exactly once per phase,
 //!   whoever asks, so several engines can share a partition without talking to
 //!   each other. A new phase number resets the partition's cursor. Replied
-//!   with [`OK`] + the chunk, or [`EMPTY`] when none is left here.
+//!   with [`OK`] + the chunk, or [`EMPTY`] when none is left here. A
+//!   `GET_EDGES` may carry an [`ActiveFilter`] after its header: chunks none of
+//!   whose sources (the manifest's `first..=last`) is active are passed over
+//!   unread.
 //! - `PUT_UPDATES p phase` + records: appends an update chunk to partition `p`'s
 //!   update file; the first put of a newer phase empties the file first (the
 //!   previous iteration's updates are consumed). Acknowledged on `TAG_ACK`.
@@ -21,6 +24,11 @@
 //!   from the [`Board`] it posts to: [`OK`] (accepted), [`EMPTY`] (ask no more)
 //!   or [`LATER`].
 //! - `STOP` (from its own rank): the thread ends.
+//!
+//! The computation engine of the same rank does not message its own storage
+//! engine: it serves its requests itself, under the lock the storage thread
+//! takes for each request ([`Storage::serve_one`]), so a chunk stored here is
+//! read once into the buffer that is processed, with no copy through MPI.
 //!
 //! Every chunk read from the layout is checked against its CRC-32 from the
 //! manifest; a mismatch is replied as [`FAILED`] with the file and chunk named,
@@ -71,6 +79,91 @@ pub fn reply(status: u32, payload: &[u8]) -> Vec<u8> {
     v
 }
 
+/// A reply's payload: the bytes after its status word, left where they are
+/// (a 4 MiB chunk is not moved to drop four bytes).
+pub(crate) struct Payload(Vec<u8>);
+
+impl Payload {
+    /// The payload of `reply` (at least its status word).
+    pub(crate) fn of(reply: Vec<u8>) -> Payload {
+        debug_assert!(reply.len() >= 4);
+        Payload(reply)
+    }
+}
+
+impl std::ops::Deref for Payload {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0[4..]
+    }
+}
+
+/// Which sources of a partition are active, one bit per `slice` vertices from
+/// the partition's first; sent with `GET_EDGES`, so that a storage engine
+/// passes over a chunk none of whose sources is active (without reading it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ActiveFilter {
+    slice: u64,
+    bits: Vec<u8>,
+}
+
+impl ActiveFilter {
+    /// Bits of a filter at most (a request grows by an eighth of this).
+    pub(crate) const BITS: u64 = 4096;
+
+    /// The filter of a partition whose vertex `i` is active when `act[i]`.
+    pub(crate) fn of(act: &[bool]) -> ActiveFilter {
+        let n = act.len() as u64;
+        let slice = n.div_ceil(Self::BITS).max(1);
+        let mut bits = vec![0u8; n.div_ceil(slice).div_ceil(8) as usize];
+        for (k, piece) in act.chunks(slice as usize).enumerate() {
+            if piece.contains(&true) {
+                bits[k / 8] |= 1 << (k % 8);
+            }
+        }
+        ActiveFilter { slice, bits }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(8 + self.bits.len());
+        v.extend_from_slice(&self.slice.to_le_bytes());
+        v.extend_from_slice(&self.bits);
+        v
+    }
+
+    /// The filter a request carries after its header (`None`: none, every
+    /// chunk is read).
+    pub(crate) fn decode(b: &[u8]) -> Result<Option<ActiveFilter>> {
+        if b.is_empty() {
+            return Ok(None);
+        }
+        let slice = b
+            .get(..8)
+            .map(|x| u64::from_le_bytes(x.try_into().expect("8 bytes")))
+            .filter(|&s| s > 0)
+            .ok_or_else(|| {
+                DistError::Protocol(format!("an activity filter of {} bytes", b.len()))
+            })?;
+        Ok(Some(ActiveFilter {
+            slice,
+            bits: b[8..].to_vec(),
+        }))
+    }
+
+    /// Whether a source in `first..=last` (offsets in the partition) may be active.
+    pub(crate) fn any(&self, first: u64, last: u64) -> bool {
+        if first > last {
+            return false;
+        }
+        let n = self.bits.len() as u64 * 8;
+        let (lo, hi) = (
+            first / self.slice,
+            (last / self.slice).min(n.saturating_sub(1)),
+        );
+        (lo..=hi).any(|k| self.bits[(k / 8) as usize] & (1 << (k % 8)) != 0)
+    }
+}
+
 #[inline]
 pub(crate) fn u32_at(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
@@ -81,6 +174,9 @@ pub(crate) fn u32_at(b: &[u8], i: usize) -> u32 {
 pub struct StorageStats {
     pub requests: u64,
     pub edge_chunks_served: u64,
+    /// Edge chunks passed over, none of their sources being active.
+    #[serde(default)]
+    pub edge_chunks_skipped: u64,
     pub update_chunks_stored: u64,
     pub update_chunks_served: u64,
     pub bytes_read: u64,
@@ -275,8 +371,10 @@ impl Storage {
         Ok(out)
     }
 
-    /// Serves requests until its own rank says `STOP`.
-    pub fn serve(&mut self, t: &dyn Transport) -> Result<()> {
+    /// Serves requests until its own rank says `STOP`. The computation engine
+    /// of this rank serves its own requests through the same lock
+    /// ([`Storage::serve_one`]), without a message.
+    pub fn serve(this: &Mutex<Storage>, t: &dyn Transport) -> Result<()> {
         let mut idle = Duration::ZERO;
         loop {
             let (from, msg) = crate::transport::recv_request(t, &mut idle)?;
@@ -290,23 +388,32 @@ impl Storage {
             if op == STOP && from == t.rank() {
                 break;
             }
-            self.stats.requests += 1;
-            let t0 = std::time::Instant::now();
-            let (tag, out) = match self.handle(op, &msg) {
-                Ok(x) => x,
-                Err(e) => (TAG_RESP, reply(FAILED, e.to_string().as_bytes())),
-            };
-            if op == GET_EDGES || op == GET_UPDATES {
-                self.stats.chunk_requests += 1;
-                self.stats.chunk_serve_seconds += t0.elapsed().as_secs_f64();
-            }
+            let (tag, out) = this.lock().expect("storage").serve_one(&msg);
             t.reply(from, tag, out)?;
         }
-        self.stats.idle_seconds = idle.as_secs_f64();
-        let io = self.io.snapshot();
-        self.stats.bytes_read = io.bytes_read;
-        self.stats.bytes_written = io.bytes_written;
+        let mut me = this.lock().expect("storage");
+        me.stats.idle_seconds = idle.as_secs_f64();
+        let io = me.io.snapshot();
+        me.stats.bytes_read = io.bytes_read;
+        me.stats.bytes_written = io.bytes_written;
         Ok(())
+    }
+
+    /// One request (a header of at least 16 bytes): the reply's tag and
+    /// bytes, a failure replied as [`FAILED`] with its message.
+    pub fn serve_one(&mut self, msg: &[u8]) -> (Tag, Vec<u8>) {
+        let op = u32_at(msg, 0);
+        self.stats.requests += 1;
+        let t0 = std::time::Instant::now();
+        let out = match self.handle(op, msg) {
+            Ok(x) => x,
+            Err(e) => (TAG_RESP, reply(FAILED, e.to_string().as_bytes())),
+        };
+        if op == GET_EDGES || op == GET_UPDATES {
+            self.stats.chunk_requests += 1;
+            self.stats.chunk_serve_seconds += t0.elapsed().as_secs_f64();
+        }
+        out
     }
 
     fn handle(&mut self, op: u32, msg: &[u8]) -> Result<(Tag, Vec<u8>)> {
@@ -320,15 +427,30 @@ impl Storage {
         }
         match op {
             GET_EDGES => {
+                let filter = ActiveFilter::decode(&msg[16..])?;
+                let a = plan.range(part).0;
                 let cur = &mut self.edge_cursor[part as usize];
                 if cur.0 != phase {
                     *cur = (phase, 0);
                 }
-                let Some(&i) = self.by_part[part as usize].get(cur.1) else {
-                    return Ok((TAG_RESP, reply(EMPTY, &[])));
+                let c = loop {
+                    let Some(&i) = self.by_part[part as usize].get(cur.1) else {
+                        return Ok((TAG_RESP, reply(EMPTY, &[])));
+                    };
+                    cur.1 += 1;
+                    let c = &self.manifest.edge_chunks[i];
+                    match &filter {
+                        Some(f)
+                            if !f.any(
+                                (c.first as u64).saturating_sub(a),
+                                (c.last as u64).saturating_sub(a),
+                            ) =>
+                        {
+                            self.stats.edge_chunks_skipped += 1
+                        }
+                        _ => break c,
+                    }
                 };
-                cur.1 += 1;
-                let c = &self.manifest.edge_chunks[i];
                 let mut out = reply(OK, &[]);
                 out.resize(4 + c.bytes as usize, 0);
                 self.edges.read_exact_at(c.offset, &mut out[4..])?;
@@ -475,5 +597,50 @@ impl Storage {
             );
         }
         Ok(self.updates.get_mut(&part).expect("inserted"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ActiveFilter;
+
+    #[test]
+    fn an_activity_filter_keeps_every_chunk_with_an_active_source() {
+        for n in [1usize, 7, 4096, 4097, 10_000, 1 << 20] {
+            for active in [vec![], vec![0], vec![n - 1], vec![n / 2, n / 3]] {
+                let mut act = vec![false; n];
+                for &i in &active {
+                    act[i] = true;
+                }
+                let f = ActiveFilter::decode(&ActiveFilter::of(&act).encode())
+                    .expect("decodes")
+                    .expect("a filter");
+                assert_eq!(f, ActiveFilter::of(&act));
+                // Every range holding an active vertex is kept; one holding
+                // none may be kept (a slice is coarse) only when it shares a
+                // slice with an active vertex.
+                for (lo, hi) in [
+                    (0, n - 1),
+                    (0, 0),
+                    (n - 1, n - 1),
+                    (n / 3, n / 2),
+                    (1, n / 4),
+                ] {
+                    let (lo, hi) = (lo.min(hi), hi);
+                    let holds = act[lo..=hi].contains(&true);
+                    let kept = f.any(lo as u64, hi as u64);
+                    assert!(!holds || kept, "n {n}: {lo}..={hi} holds an active source");
+                    if !holds && kept {
+                        let s = n.div_ceil(4096).max(1);
+                        let near = active.iter().any(|&i| i / s >= lo / s && i / s <= hi / s);
+                        assert!(near, "n {n}: {lo}..={hi} kept with no active vertex near");
+                    }
+                }
+                assert!(!f.any(5, 4), "an empty range");
+            }
+        }
+        assert_eq!(ActiveFilter::decode(&[]).expect("none"), None);
+        assert!(ActiveFilter::decode(&[1, 2, 3]).is_err());
+        assert!(ActiveFilter::decode(&[0; 8]).is_err());
     }
 }

@@ -601,6 +601,68 @@ fn idle_ranks_steal_work_and_the_answers_hold() {
     assert!(stolen > 0, "no chunk was stolen");
 }
 
+/// A storage engine passes over the edge chunks none of whose sources is
+/// active (the activity filter a scatter sends with its requests) and the
+/// answers hold; a program where every vertex is active reads every chunk;
+/// a layout made before chunks recorded their sources reads them all.
+#[test]
+fn chunks_without_an_active_source_are_passed_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, dir, _) = kronecker_pair(tmp.path(), 11, 16, 1200, 256, 2);
+    let chunks: u64 = (0..2)
+        .map(|r| RankManifest::load(&dir, r, 2).unwrap().edge_chunks.len() as u64)
+        .sum();
+    let cases = [
+        (Algo::Bfs, None),
+        (Algo::Sssp, None),
+        (Algo::PageRank, Some(4)),
+    ];
+    let check = |dir: &Path, expect_skips: bool| {
+        for (algo, iterations) in cases {
+            let p = Params {
+                root: 1,
+                iterations,
+                ..Default::default()
+            };
+            let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+            let want = run(&mut e, algo, &p).unwrap();
+            let what = format!("{} (chunks with sources {expect_skips})", algo.name());
+            let res: Vec<_> = dist_try(dir, 2, algo, &p, &DistConfig::new(64 << 20))
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
+                .collect();
+            same(&res[0].0.output, &want.output, &what);
+            assert_eq!(res[0].0.summary, want.summary, "{what}");
+            let skipped: u64 = res.iter().map(|r| r.1.storage.edge_chunks_skipped).sum();
+            let served: u64 = res.iter().map(|r| r.1.storage.edge_chunks_served).sum();
+            let iterations = res[0].0.iterations;
+            if algo == Algo::PageRank {
+                assert_eq!(skipped, 0, "{what}");
+                assert_eq!(served, chunks * iterations, "{what}");
+            } else if !expect_skips {
+                assert_eq!(skipped, 0, "{what}");
+            } else {
+                assert!(skipped > 0, "{what}: nothing passed over");
+                assert!(served + skipped <= chunks * iterations, "{what}");
+            }
+        }
+    };
+    check(&dir, true);
+    // The same layout without the chunks' source ranges (as written before
+    // they were recorded).
+    for r in 0..2 {
+        let path = dir.join(format!("rank-{r}")).join("manifest.json");
+        let mut m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for c in m["edge_chunks"].as_array_mut().unwrap() {
+            let c = c.as_object_mut().unwrap();
+            assert!(c.remove("first").is_some() && c.remove("last").is_some());
+        }
+        std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    }
+    check(&dir, false);
+}
+
 /// mcst's updates are edges evaluated in the gather against the partition's
 /// values: a helper loads those values too, and the forest is the same.
 #[test]
