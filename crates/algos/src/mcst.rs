@@ -208,9 +208,6 @@ impl EdgeProgram for Mcst {
     fn reads_destination(&self) -> bool {
         true
     }
-    fn bytes_per_vertex(&self) -> u64 {
-        std::mem::size_of::<MstVertex>() as u64 + 20
-    }
     fn init(&self, v: u32, _: u32, agg: &mut Aggregates) -> (MstVertex, bool) {
         let mut x = MstVertex {
             id: v,
@@ -351,15 +348,21 @@ pub fn forest_entry(x: u64) -> Option<(u32, f32)> {
     (x != u64::MAX).then(|| (x as u32, f32::from_bits((x >> 32) as u32)))
 }
 
-/// The forest's weight: its edges' weights added in ascending order (so the
-/// same multiset of weights always gives the same sum), and its edge count.
-pub fn forest_weight(f: &[u64]) -> (f64, u64) {
+/// The weights of the forest's edges, in ascending order.
+pub fn sorted_forest_weights(f: &[u64]) -> Vec<f32> {
     let mut w: Vec<f32> = f
         .iter()
         .filter_map(|&x| forest_entry(x))
         .map(|e| e.1)
         .collect();
-    w.sort_by(f32::total_cmp);
+    w.sort_unstable_by(f32::total_cmp);
+    w
+}
+
+/// The forest's weight: its edges' weights added in ascending order (so the
+/// same multiset of weights always gives the same sum), and its edge count.
+pub fn forest_weight(f: &[u64]) -> (f64, u64) {
+    let w = sorted_forest_weights(f);
     (w.iter().map(|&x| x as f64).sum(), w.len() as u64)
 }
 

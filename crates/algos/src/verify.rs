@@ -514,12 +514,7 @@ fn mcst(store: &dyn EdgeSource, f: &[u64], name: &dyn Fn(u32) -> u64) -> Result<
         }
     }
     let components = n - want.len();
-    let mut got: Vec<f32> = f
-        .iter()
-        .filter_map(|&x| forest_entry(x))
-        .map(|e| e.1)
-        .collect();
-    got.sort_unstable_by(f32::total_cmp);
+    let got = crate::mcst::sorted_forest_weights(f);
     let trees = n - got.len();
     if trees != components {
         return Err(fail(format!(

@@ -195,17 +195,10 @@ fn write_back<V: bytemuck::Pod + Send + Sync>(
     sums: &VertexArray<u64>,
     msgs: &Option<VertexArray<u64>>,
 ) -> Result<()> {
-    let all = [
-        Some(vals.write_back()),
-        Some(sums.write_back()),
-        msgs.as_ref().map(|m| m.write_back()),
-    ];
-    for r in all.into_iter().flatten() {
-        r.map_err(|e| {
-            crate::EngineError::Invalid(format!("writing mapped vertex state back: {e}"))
-        })?;
-    }
-    Ok(())
+    vals.write_back()
+        .and_then(|_| sums.write_back())
+        .and_then(|_| msgs.as_ref().map_or(Ok(()), |m| m.write_back()))
+        .map_err(|e| crate::EngineError::Invalid(format!("writing mapped vertex state back: {e}")))
 }
 
 /// [`vertex_pass`] in the engine's pool, activating on the engine.
