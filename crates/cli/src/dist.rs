@@ -241,6 +241,7 @@ mod with_mpi {
             chunk_bytes: a.chunk_size,
             vertex_chunk: a.vertex_chunk,
             partitions: a.partitions.unwrap_or(0),
+            block_records: 0,
             seed: a.seed,
             force: a.force,
         };

@@ -739,11 +739,12 @@ fn compute<P: EdgeProgram>(
     // (None for a program whose edges read their destination's value: its
     // updates are evaluated in the gather, beside the values.)
     // They take at most what --memory leaves beside one partition's vertex
-    // state, the update bins and the replies a full request window holds.
+    // state, the update bins, the replies a full request window holds and
+    // the chunks the storage engine reads ahead.
     let spare = cfg.memory.saturating_sub(
         plan.partition_vertices * prog.bytes_per_vertex()
             + bin_bytes as u64 * plan.partitions as u64
-            + ctx.window as u64 * plan.chunk_bytes,
+            + (ctx.window + storage::READ_AHEAD) as u64 * plan.chunk_bytes,
     );
     let mut room = match prog.reads_destination() {
         true => 0,

@@ -13,8 +13,8 @@
 
 use crate::error::{DistError, Result};
 use crate::layout::{
-    partitions_for, rank_dir, DegreeChunk, EdgeChunk, Plan, RankManifest, Rng, FORMAT, MANIFEST,
-    VERSION,
+    partitions_for, rank_dir, DegreeChunk, EdgeChunk, Plan, RankManifest, Rng, BLOCK_RECORDS,
+    FORMAT, MANIFEST, VERSION,
 };
 use crate::storage::u32_at;
 use crate::transport::{self, Transport};
@@ -46,6 +46,8 @@ pub struct DistIngestOptions {
     pub vertex_chunk: u64,
     /// Partitions (0: the smallest multiple of the rank count that fits).
     pub partitions: u32,
+    /// Records per block of a chunk's block index (0: [`BLOCK_RECORDS`]).
+    pub block_records: u32,
     /// Seeds the chunk placement.
     pub seed: u64,
     /// Replace rank directories that exist.
@@ -111,7 +113,12 @@ pub fn ingest(
         .map_err(|e| DistError::Protocol(format!("rank 0 sent a plan that does not parse: {e}")))?;
     // 4. Rank 0 sends the chunks; every rank writes what it receives.
     let io = IoStats::new();
-    let mut rx = Receiver::new(&rd, rank, &plan, io.clone())?;
+    let blocks = if opts.block_records > 0 {
+        opts.block_records
+    } else {
+        BLOCK_RECORDS
+    };
+    let mut rx = Receiver::new(&rd, rank, &plan, blocks, io.clone())?;
     let sent = match &store {
         Some((s, _, ids)) => send_all(t, s, ids.as_deref(), &plan, opts, &mut rx),
         None => receive_all(t, &mut rx, &mut idle),
@@ -257,10 +264,18 @@ struct Receiver {
     io: std::sync::Arc<IoStats>,
     /// Bytes of one edge record.
     record: usize,
+    /// Records per block of a chunk's index.
+    block_records: u32,
 }
 
 impl Receiver {
-    fn new(rd: &Path, rank: usize, plan: &Plan, io: std::sync::Arc<IoStats>) -> Result<Receiver> {
+    fn new(
+        rd: &Path,
+        rank: usize,
+        plan: &Plan,
+        block_records: u32,
+        io: std::sync::Arc<IoStats>,
+    ) -> Result<Receiver> {
         Ok(Receiver {
             rd: rd.to_path_buf(),
             rank,
@@ -278,16 +293,27 @@ impl Receiver {
             degree_chunks: Vec::new(),
             io,
             record: plan.record_bytes() as usize,
+            block_records,
         })
     }
 
     fn take(&mut self, kind: u32, part: u32, chunk: u32, data: &[u8]) -> Result<()> {
         match kind {
             EDGES => {
-                let (first, last) = data
+                // The computation engines find a source's run by bisecting.
+                if !data
                     .chunks_exact(self.record)
-                    .map(|r| u32::from_le_bytes(r[..4].try_into().expect("4 bytes")))
-                    .fold((u32::MAX, 0), |(a, b), u| (a.min(u), b.max(u)));
+                    .map(|r| u32_at(r, 0))
+                    .is_sorted()
+                {
+                    return Err(DistError::Protocol(format!(
+                        "an edge chunk of partition {part} arrived with its sources out of order"
+                    )));
+                }
+                let blocks = EdgeChunk::index_blocks(data, self.record, self.block_records);
+                let (first, last) = blocks
+                    .iter()
+                    .fold((u32::MAX, 0), |(a, b), k| (a.min(k[0]), b.max(k[1])));
                 self.edge_chunks.push(EdgeChunk {
                     partition: part,
                     offset: self.edges.position(),
@@ -295,6 +321,8 @@ impl Receiver {
                     crc: crc32fast::hash(data),
                     first,
                     last,
+                    block_records: self.block_records,
+                    blocks,
                 });
                 self.edges.write_all(data)?;
             }

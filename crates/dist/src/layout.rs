@@ -6,13 +6,18 @@
 //! # Files of one rank (`DIR/rank-K`, written by rank K alone)
 //! - `edges.bin`: the edge chunks this rank holds, one after another. A chunk
 //!   holds edges of one partition as little-endian records `u32 u, u32 v` (and
-//!   `f32 w` on a weighted store), at most `chunk_bytes` bytes.
+//!   `f32 w` on a weighted store), at most `chunk_bytes` bytes, sources
+//!   ascending (cut from the out-CSR in order; ingest refuses a chunk that is
+//!   not, and the computation engines rely on it to find a source's run).
 //! - `degrees.bin`: the out-degrees (`u32` each) of the vertex chunks hashed to
 //!   this rank.
 //! - `idmap.bin` (remapped stores): the user id (`u64`) of every dense id, on
 //!   every rank, so the answer can be written in the user's ids anywhere.
 //! - `manifest.json` ([`RankManifest`]): the layout every rank agrees on (the
-//!   same `layout_id`), and this rank's chunks with their CRC-32s. Written last,
+//!   same `layout_id`), and this rank's chunks with their CRC-32s, their
+//!   smallest and largest source, and a block index (per block of 8192
+//!   records: smallest and largest source, CRC-32) so that only the blocks
+//!   holding an active source are read. Written last,
 //!   atomically (temporary + rename), so an interrupted ingest leaves no manifest
 //!   and a run refuses the directory.
 
@@ -141,6 +146,44 @@ pub struct EdgeChunk {
     pub first: u32,
     #[serde(default = "no_last")]
     pub last: u32,
+    /// Records per block of the chunk (0: no block index; layouts made
+    /// before it was recorded).
+    #[serde(default)]
+    pub block_records: u32,
+    /// Per block of `block_records` records (the last one shorter): its
+    /// smallest and largest source and the CRC-32 of its bytes. A storage
+    /// engine reads only the blocks holding an active source (the reply is
+    /// still whole records, in the chunk's order), each checked on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<[u32; 3]>,
+}
+
+/// Records per block of an edge chunk's index: 64 KiB of unweighted edges.
+pub const BLOCK_RECORDS: u32 = 8192;
+
+impl EdgeChunk {
+    /// The block index of a chunk's bytes `data` (records of `record` bytes,
+    /// the source first; blocks of `block_records` records).
+    pub fn index_blocks(data: &[u8], record: usize, block_records: u32) -> Vec<[u32; 3]> {
+        data.chunks(block_records as usize * record)
+            .map(|b| {
+                let (lo, hi) = b
+                    .chunks_exact(record)
+                    .map(|r| u32::from_le_bytes(r[..4].try_into().expect("4 bytes")))
+                    .fold((u32::MAX, 0), |(a, z), u| (a.min(u), z.max(u)));
+                [lo, hi, crc32fast::hash(b)]
+            })
+            .collect()
+    }
+
+    /// Whether the block index, if any, covers the chunk's `record`-byte
+    /// records exactly.
+    pub fn blocks_fit(&self, record: u64) -> bool {
+        self.blocks.is_empty()
+            || (self.block_records > 0
+                && self.blocks.len() as u64
+                    == (self.bytes / record).div_ceil(self.block_records as u64))
+    }
 }
 
 fn no_last() -> u32 {

@@ -7,6 +7,7 @@
 use crate::checkpoint::FailPoint;
 use crate::compute::{Ctx, NEVER};
 use crate::error::{DistError, Result};
+use crate::layout::PartitionFinder;
 use crate::storage::{self, header, u32_at, ActiveFilter};
 use bytemuck::Zeroable;
 use outcore_engine::program::EdgeProgram;
@@ -144,6 +145,29 @@ impl Scatter {
         }
     }
 
+    /// Combines (or bins) the staged updates `(v, x)`, each target's
+    /// accumulator hinted AHEAD updates early; empties `stage`.
+    fn drain<P: EdgeProgram>(
+        &mut self,
+        ctx: &mut Ctx,
+        prog: &P,
+        finder: &PartitionFinder,
+        stage: &mut Vec<(u32, u64)>,
+    ) -> Result<()> {
+        for &(v, _) in stage.iter().take(AHEAD) {
+            self.prefetch(finder.of(v), v);
+        }
+        for k in 0..stage.len() {
+            if let Some(&(v, _)) = stage.get(k + AHEAD) {
+                self.prefetch(finder.of(v), v);
+            }
+            let (v, x) = stage[k];
+            self.push(ctx, prog, finder.of(v), v, x)?;
+        }
+        stage.clear();
+        Ok(())
+    }
+
     /// Partition `q`'s bin, its header written when it was empty.
     fn bin(&mut self, q: usize) -> &mut Vec<u8> {
         let bin = &mut self.bins[q];
@@ -192,6 +216,45 @@ impl Scatter {
     }
 }
 
+/// Updates staged before they are combined (their accumulators hinted AHEAD).
+const STAGE: usize = 1024;
+
+/// Records of `rest` (records of `rb` bytes, sources ascending) that start
+/// with source `u`: the first four looked at one by one (most runs are
+/// short), then found by galloping and bisecting.
+#[inline]
+fn run_end(rest: &[u8], rb: usize, u: u32) -> usize {
+    let n = rest.len() / rb;
+    let src = |k: usize| u32_at(&rest[k * rb..], 0);
+    for k in 1..5 {
+        if k >= n || src(k) != u {
+            return k.min(n);
+        }
+    }
+    // Invariant: src(lo) == u; hi == n or src(hi) != u.
+    let (mut lo, mut step) = (4, 4);
+    let mut hi = loop {
+        let k = lo + step;
+        if k >= n {
+            break n;
+        }
+        if src(k) != u {
+            break k;
+        }
+        lo = k;
+        step *= 2;
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if src(mid) == u {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
 /// Which vertices of `part` are active in iteration `it`.
 pub(crate) fn active_of<P: EdgeProgram>(prog: &P, part: &Part<P::V>, it: u64) -> Vec<bool> {
     part.eps
@@ -228,6 +291,7 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
     let n = plan.vertices;
     let weighted = plan.weighted && prog.weighted();
     let finder = plan.partition_finder();
+    let mut stage: Vec<(u32, u64)> = Vec::with_capacity(STAGE);
     let mut f = |ctx: &mut Ctx, data: &[u8]| -> Result<()> {
         ctx.fail_point(FailPoint::Phase(2 * it as u32))?;
         ctx.stats.edge_chunks_read += 1;
@@ -242,18 +306,16 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
                 data.len()
             )));
         }
-        // Records come in runs of one source (a chunk is cut from the
-        // partition's edges in source order): an inactive source's run is
-        // passed over after one look at its activity.
+        // Records come in runs of one source, sources ascending (a chunk is
+        // cut from the partition's out-CSR in order, and served blocks keep
+        // that order): an inactive source's run is passed over by galloping
+        // to its end, a few looks rather than one per edge. The active
+        // edges' updates are staged, so that their targets' accumulators
+        // are hinted into the cache AHEAD updates before they are combined,
+        // across runs.
         let mut rest = data;
         while !rest.is_empty() {
             let u = u32_at(rest, 0);
-            let mut len = rb;
-            while len < rest.len() && u32_at(&rest[len..], 0) == u {
-                len += rb;
-            }
-            let (run, tail) = rest.split_at(len);
-            rest = tail;
             if (u as u64) < a || u as u64 >= b {
                 return Err(DistError::Layout(format!(
                     "an edge chunk of partition {p} (vertices {a}..{b}) holds an edge from {u}: the layout is damaged"
@@ -261,22 +323,16 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
             }
             let i = (u as u64 - a) as usize;
             if !act[i] {
+                rest = &rest[rb * run_end(rest, rb, u)..];
                 continue;
             }
-            // Targets' accumulators are hinted into the cache AHEAD edges
-            // before their update is combined (they are at random).
-            let recs = run.len() / rb;
-            let hint = |sc: &Scatter, k: usize| {
-                if k < recs {
-                    let v = u32_at(&run[k * rb..], 1);
-                    sc.prefetch(finder.of(v), v);
-                }
-            };
-            for k in 0..AHEAD.min(recs) {
-                hint(sc, k);
+            let mut len = 0;
+            while len < rest.len() && u32_at(&rest[len..], 0) == u {
+                len += rb;
             }
-            for (k, r) in run.chunks_exact(rb).enumerate() {
-                hint(sc, k + AHEAD);
+            let (run, tail) = rest.split_at(len);
+            rest = tail;
+            for r in run.chunks_exact(rb) {
                 let v = u32_at(r, 1);
                 if v as u64 >= n {
                     return Err(DistError::Layout(format!(
@@ -300,9 +356,13 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
                         w,
                     })
                 })?;
-                sc.push(ctx, prog, finder.of(v), v, x)?;
+                stage.push((v, x));
+                if stage.len() == STAGE {
+                    sc.drain(ctx, prog, &finder, &mut stage)?;
+                }
             }
         }
+        sc.drain(ctx, prog, &finder, &mut stage)?;
         ctx.stats.edges_processed += (data.len() / rb) as u64;
         Ok(())
     };
@@ -384,4 +444,47 @@ pub(crate) fn gather_part<P: EdgeProgram>(
         Ok(())
     };
     ctx.stream(storage::GET_UPDATES, p, 2 * it as u32 + 1, &[], &mut f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_end;
+
+    /// The galloping search finds the same run end as a scan, for runs of
+    /// every length at every position, with records of 8 and 12 bytes.
+    #[test]
+    fn run_end_is_the_first_record_of_another_source() {
+        for rb in [8usize, 12] {
+            for lens in [
+                vec![1usize],
+                vec![3, 1],
+                vec![5, 2, 40],
+                vec![64, 1, 1, 200, 7],
+                vec![4, 4, 9],
+            ] {
+                let mut data = Vec::new();
+                for (s, &len) in lens.iter().enumerate() {
+                    for k in 0..len {
+                        let mut r = vec![0u8; rb];
+                        r[..4].copy_from_slice(&(10 + s as u32).to_le_bytes());
+                        r[4..8].copy_from_slice(&(k as u32).to_le_bytes());
+                        data.extend_from_slice(&r);
+                    }
+                }
+                let mut at = 0;
+                for (s, &len) in lens.iter().enumerate() {
+                    // From every position inside the run.
+                    for k in 0..len {
+                        let rest = &data[(at + k) * rb..];
+                        assert_eq!(
+                            run_end(rest, rb, 10 + s as u32),
+                            len - k,
+                            "{lens:?} {rb} {s} {k}"
+                        );
+                    }
+                    at += len;
+                }
+            }
+        }
+    }
 }

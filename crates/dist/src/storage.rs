@@ -9,7 +9,10 @@
 //!   with [`OK`] + the chunk, or [`EMPTY`] when none is left here. A
 //!   `GET_EDGES` may carry an [`ActiveFilter`] after its header: chunks none of
 //!   whose sources (the manifest's `first..=last`) is active are passed over
-//!   unread.
+//!   unread, and of a chunk served only the blocks (8192 records each, the
+//!   manifest's block index) holding an active source are read, across gaps
+//!   of at most two blocks, each checked against its own CRC-32; the reply is
+//!   those blocks' records in the chunk's order.
 //! - `PUT_UPDATES p phase` + records: appends an update chunk to partition `p`'s
 //!   update file; the first put of a newer phase empties the file first (the
 //!   previous iteration's updates are consumed). Acknowledged on `TAG_ACK`.
@@ -35,12 +38,12 @@
 //! and the asking engine stops the run with that message.
 
 use crate::error::{DistError, Result};
-use crate::layout::{rank_dir, RankManifest};
+use crate::layout::{rank_dir, EdgeChunk, RankManifest};
 use crate::steal::{Answer, Board};
 use crate::transport::{Tag, Transport};
 use crate::{TAG_ACK, TAG_RESP};
 use outcore_io::{InFile, IoError, IoStats, ReadMode, ScratchFile};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -164,6 +167,68 @@ impl ActiveFilter {
     }
 }
 
+/// Blocks a gap of at most this many unneeded blocks does not split a read
+/// at (a 64 KiB block read through costs about what a request costs).
+const BLOCK_GAP: usize = 2;
+
+/// Edge chunks the storage thread reads ahead of the one served at most.
+pub(crate) const READ_AHEAD: usize = 2;
+
+/// The edge chunks read ahead: of the stream `(partition, phase, activity)`
+/// edge chunks were last asked for, `ready` in cursor order (by chunk index,
+/// each with what serving it gives), `next` the cursor position to read next.
+struct Ahead {
+    stream: (u32, u32, Option<ActiveFilter>),
+    next: usize,
+    ready: VecDeque<(usize, Result<Vec<u8>>)>,
+}
+
+/// Byte offset in chunk `c` of its block `j` (`rb`-byte records; a chunk
+/// without a block index is one block).
+fn block_start(c: &EdgeChunk, j: usize, rb: u64) -> u64 {
+    match c.blocks.is_empty() {
+        true if j == 0 => 0,
+        true => c.bytes,
+        false => (j as u64 * c.block_records as u64 * rb).min(c.bytes),
+    }
+}
+
+/// The runs `[x, y)` of chunk `c`'s blocks to read for a request with
+/// activity `filter` on a partition whose first vertex is `a` (every block
+/// without a filter); `None` when no source of the chunk is active.
+fn to_read(c: &EdgeChunk, filter: Option<&ActiveFilter>, a: u64) -> Option<Vec<(usize, usize)>> {
+    let whole = vec![(0, c.blocks.len().max(1))];
+    let Some(f) = filter else {
+        return Some(whole);
+    };
+    let may =
+        |lo: u32, hi: u32| f.any((lo as u64).saturating_sub(a), (hi as u64).saturating_sub(a));
+    if !may(c.first, c.last) {
+        return None;
+    }
+    if c.blocks.is_empty() {
+        return Some(whole);
+    }
+    let r = block_ranges(c.blocks.iter().map(|k| may(k[0], k[1])));
+    (!r.is_empty()).then_some(r)
+}
+
+/// The runs `[x, y)` of blocks to read, given which blocks are needed: the
+/// needed ones, across gaps of at most [`BLOCK_GAP`] blocks.
+fn block_ranges(need: impl Iterator<Item = bool>) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (j, n) in need.enumerate() {
+        if !n {
+            continue;
+        }
+        match out.last_mut() {
+            Some(r) if j - r.1 <= BLOCK_GAP => r.1 = j + 1,
+            _ => out.push((j, j + 1)),
+        }
+    }
+    out
+}
+
 #[inline]
 pub(crate) fn u32_at(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
@@ -177,6 +242,13 @@ pub struct StorageStats {
     /// Edge chunks passed over, none of their sources being active.
     #[serde(default)]
     pub edge_chunks_skipped: u64,
+    /// Blocks of the edge chunks served that were not read, none of their
+    /// sources being active.
+    #[serde(default)]
+    pub edge_blocks_skipped: u64,
+    /// Edge chunks served that the storage thread had read ahead.
+    #[serde(default)]
+    pub edge_chunks_read_ahead: u64,
     pub update_chunks_stored: u64,
     pub update_chunks_served: u64,
     pub bytes_read: u64,
@@ -209,7 +281,10 @@ pub struct Storage {
     /// Edge chunk indices by partition.
     by_part: Vec<Vec<usize>>,
     /// Per partition: (phase, next chunk) of the edge cursor.
+    /// Per partition: (phase, next chunk) of the edge cursor.
     edge_cursor: Vec<(u32, usize)>,
+    /// Edge chunks read ahead by the storage thread.
+    ahead: Option<Ahead>,
     updates: HashMap<u32, Updates>,
     /// Offsets of the state chunks hashed here, and which were written.
     state_slot: HashMap<(u32, u32), (u64, u64, bool)>,
@@ -278,6 +353,15 @@ impl Storage {
                     plan.partitions
                 ))
             })?;
+            if !c.blocks_fit(plan.record_bytes()) {
+                return Err(DistError::Layout(format!(
+                    "{}: edge chunk {i} has {} blocks of {} records for {} bytes: the manifest is damaged",
+                    rd.join("manifest.json").display(),
+                    c.blocks.len(),
+                    c.block_records,
+                    c.bytes
+                )));
+            }
             p.push(i);
         }
         let mut state_slot = HashMap::new();
@@ -310,6 +394,7 @@ impl Storage {
             .collect();
         Ok(Storage {
             edge_cursor: vec![(u32::MAX, 0); plan.partitions as usize],
+            ahead: None,
             manifest,
             run_dir,
             edges,
@@ -377,7 +462,9 @@ impl Storage {
     pub fn serve(this: &Mutex<Storage>, t: &dyn Transport) -> Result<()> {
         let mut idle = Duration::ZERO;
         loop {
-            let (from, msg) = crate::transport::recv_request(t, &mut idle)?;
+            let (from, msg) = crate::transport::recv_request(t, &mut idle, &mut || {
+                this.lock().expect("storage").read_ahead()
+            })?;
             if msg.len() < 16 {
                 return Err(DistError::Protocol(format!(
                     "rank {from} sent a request of {} bytes",
@@ -416,6 +503,71 @@ impl Storage {
         out
     }
 
+    /// Reads the blocks `ranges` of edge chunk `i` into a reply, each
+    /// checked against its CRC-32 (the chunk's, when it is read whole).
+    fn read_chunk(&self, i: usize, ranges: &[(usize, usize)]) -> Result<Vec<u8>> {
+        let c = &self.manifest.edge_chunks[i];
+        let rb = self.manifest.plan.record_bytes();
+        let whole = c.blocks.is_empty() || ranges == [(0, c.blocks.len())];
+        let span = |j: usize| block_start(c, j, rb);
+        let len: u64 = ranges.iter().map(|&(x, y)| span(y) - span(x)).sum();
+        let mut out = reply(OK, &[]);
+        out.resize(4 + len as usize, 0);
+        let mut at = 4;
+        for &(x, y) in ranges {
+            let (from, to) = (span(x), span(y));
+            let buf = &mut out[at..at + (to - from) as usize];
+            self.edges.read_exact_at(c.offset + from, buf)?;
+            let bad = if whole {
+                crc32fast::hash(buf) != c.crc
+            } else {
+                (x..y).any(|j| {
+                    let (p0, p1) = ((span(j) - from) as usize, (span(j + 1) - from) as usize);
+                    crc32fast::hash(&buf[p0..p1]) != c.blocks[j][2]
+                })
+            };
+            if bad {
+                return Err(DistError::Layout(format!(
+                    "{}: edge chunk at byte {} (partition {}) fails its checksum: the file is damaged",
+                    self.edges.path().display(),
+                    c.offset,
+                    c.partition
+                )));
+            }
+            at += (to - from) as usize;
+        }
+        Ok(out)
+    }
+
+    /// Reads the next chunk of the stream edge chunks were last asked for
+    /// (the same partition, phase and activity), unless [`READ_AHEAD`] are
+    /// waiting already or the stream is over; whether it read one.
+    fn read_ahead(&mut self) -> bool {
+        let Some(ah) = &self.ahead else {
+            return false;
+        };
+        let (part, phase, filter) = &ah.stream;
+        let cur = self.edge_cursor[*part as usize];
+        if ah.ready.len() >= READ_AHEAD || cur.0 != *phase {
+            return false;
+        }
+        let a = self.manifest.plan.range(*part).0;
+        let chunks = &self.by_part[*part as usize];
+        let mut k = ah.next.max(cur.1);
+        while let Some(&i) = chunks.get(k) {
+            k += 1;
+            if let Some(r) = to_read(&self.manifest.edge_chunks[i], filter.as_ref(), a) {
+                let out = self.read_chunk(i, &r);
+                let ah = self.ahead.as_mut().expect("stream");
+                ah.next = k;
+                ah.ready.push_back((i, out));
+                return true;
+            }
+        }
+        self.ahead.as_mut().expect("stream").next = k;
+        false
+    }
+
     fn handle(&mut self, op: u32, msg: &[u8]) -> Result<(Tag, Vec<u8>)> {
         let (part, chunk, phase) = (u32_at(msg, 1), u32_at(msg, 2), u32_at(msg, 3));
         let plan = &self.manifest.plan;
@@ -433,34 +585,55 @@ impl Storage {
                 if cur.0 != phase {
                     *cur = (phase, 0);
                 }
-                let c = loop {
-                    let Some(&i) = self.by_part[part as usize].get(cur.1) else {
+                let chunks = &self.by_part[part as usize];
+                let (i, ranges) = loop {
+                    let Some(&i) = chunks.get(cur.1) else {
                         return Ok((TAG_RESP, reply(EMPTY, &[])));
                     };
                     cur.1 += 1;
                     let c = &self.manifest.edge_chunks[i];
-                    match &filter {
-                        Some(f)
-                            if !f.any(
-                                (c.first as u64).saturating_sub(a),
-                                (c.last as u64).saturating_sub(a),
-                            ) =>
-                        {
-                            self.stats.edge_chunks_skipped += 1
+                    match to_read(c, filter.as_ref(), a) {
+                        None => self.stats.edge_chunks_skipped += 1,
+                        Some(r) => {
+                            let read: usize = r.iter().map(|r| r.1 - r.0).sum();
+                            self.stats.edge_blocks_skipped += (c.blocks.len().max(1) - read) as u64;
+                            break (i, r);
                         }
-                        _ => break c,
                     }
                 };
-                let mut out = reply(OK, &[]);
-                out.resize(4 + c.bytes as usize, 0);
-                self.edges.read_exact_at(c.offset, &mut out[4..])?;
-                if crc32fast::hash(&out[4..]) != c.crc {
-                    return Err(DistError::Layout(format!(
-                        "{}: edge chunk at byte {} (partition {part}) fails its checksum: the file is damaged",
-                        self.edges.path().display(),
-                        c.offset
-                    )));
+                // The storage thread reads ahead on this stream while it has
+                // no request; a chunk it read already is taken from there.
+                let stream = (part, phase, filter);
+                let mut done = None;
+                match &mut self.ahead {
+                    Some(ah) if ah.stream == stream => {
+                        // Entries behind the cursor (skipped since) go.
+                        while let Some(&(j, _)) = ah.ready.front() {
+                            if j > i {
+                                break;
+                            }
+                            let x = ah.ready.pop_front().expect("front");
+                            if j == i {
+                                done = Some(x.1);
+                                break;
+                            }
+                        }
+                    }
+                    _ => {
+                        self.ahead = Some(Ahead {
+                            stream,
+                            next: 0,
+                            ready: VecDeque::new(),
+                        })
+                    }
                 }
+                let out = match done {
+                    Some(out) => {
+                        self.stats.edge_chunks_read_ahead += 1;
+                        out?
+                    }
+                    None => self.read_chunk(i, &ranges)?,
+                };
                 self.stats.edge_chunks_served += 1;
                 Ok((TAG_RESP, out))
             }
@@ -602,7 +775,36 @@ impl Storage {
 
 #[cfg(test)]
 mod tests {
-    use super::ActiveFilter;
+    use super::{block_ranges, ActiveFilter, BLOCK_GAP};
+
+    /// Every needed block is in a range, ranges are disjoint and ascending,
+    /// and an unneeded block is read only inside a gap of at most BLOCK_GAP.
+    #[test]
+    fn block_ranges_cover_the_needed_blocks() {
+        for mask in 0u32..(1 << 12) {
+            let need: Vec<bool> = (0..12).map(|j| mask & (1 << j) != 0).collect();
+            let r = block_ranges(need.iter().copied());
+            let mut covered = [false; 12];
+            let mut prev_end = None;
+            for &(x, y) in &r {
+                assert!(x < y && y <= 12, "{need:?}: {r:?}");
+                assert!(need[x] && need[y - 1], "{need:?}: {r:?}");
+                if let Some(e) = prev_end {
+                    assert!(x > e + BLOCK_GAP, "{need:?}: {r:?}");
+                }
+                prev_end = Some(y - 1);
+                let mut gap = 0;
+                for j in x..y {
+                    covered[j] = true;
+                    gap = if need[j] { 0 } else { gap + 1 };
+                    assert!(gap <= BLOCK_GAP, "{need:?}: {r:?}");
+                }
+            }
+            for j in 0..12 {
+                assert!(!need[j] || covered[j], "{need:?}: {r:?}");
+            }
+        }
+    }
 
     #[test]
     fn an_activity_filter_keeps_every_chunk_with_an_active_source() {

@@ -58,12 +58,25 @@ pub fn recv(
     tag: Tag,
     idle: &mut Duration,
 ) -> Result<(usize, Vec<u8>)> {
-    wait(t, from, tag, idle, true)
+    wait(t, from, tag, idle, true, &mut || false)
 }
 
-/// [`recv`] for the storage engines, which leave failures to their computation engine.
-pub(crate) fn recv_request(t: &dyn Transport, idle: &mut Duration) -> Result<(usize, Vec<u8>)> {
-    wait(t, None, crate::TAG_REQ, idle, false)
+/// [`recv`] for the storage engines, which leave failures to their
+/// computation engine; while no request is there, `work` runs (read-ahead:
+/// it says whether it did anything — the time it takes is not idle).
+pub(crate) fn recv_request(
+    t: &dyn Transport,
+    idle: &mut Duration,
+    work: &mut dyn FnMut() -> bool,
+) -> Result<(usize, Vec<u8>)> {
+    loop {
+        if let Some(m) = t.try_recv(None, crate::TAG_REQ)? {
+            return Ok(m);
+        }
+        if !work() {
+            return wait(t, None, crate::TAG_REQ, idle, false, work);
+        }
+    }
 }
 
 /// Tells every other rank that this one failed, and why.
@@ -81,16 +94,25 @@ fn wait(
     tag: Tag,
     idle: &mut Duration,
     watch: bool,
+    work: &mut dyn FnMut() -> bool,
 ) -> Result<(usize, Vec<u8>)> {
     if let Some(m) = t.try_recv(from, tag)? {
         return Ok(m);
     }
-    let start = Instant::now();
+    let mut start = Instant::now();
     let mut polls = 0u32;
     loop {
         if let Some(m) = t.try_recv(from, tag)? {
             *idle += start.elapsed();
             return Ok(m);
+        }
+        // Work found while waiting is done, and not counted as idle.
+        let t0 = Instant::now();
+        if work() {
+            *idle += t0 - start;
+            start = Instant::now();
+            polls = 0;
+            continue;
         }
         if watch {
             if let Some((r, m)) = t.try_recv(None, crate::TAG_ABORT)? {

@@ -221,6 +221,7 @@ fn check_with(kind: GenKind, weighted: bool, undirected: bool, with_reverse: boo
             chunk_bytes: chunk,
             vertex_chunk: vchunk,
             partitions,
+            block_records: 0,
             seed: 3,
             force: false,
         };
@@ -312,6 +313,7 @@ fn a_damaged_chunk_is_refused_by_name() {
         chunk_bytes: 2048,
         vertex_chunk: 0,
         partitions: 2,
+        block_records: 0,
         seed: 1,
         force: false,
     };
@@ -415,6 +417,7 @@ fn kronecker_pair_with(
         chunk_bytes: chunk,
         vertex_chunk: vchunk,
         partitions,
+        block_records: 0,
         seed: 4,
         force: false,
     };
@@ -648,8 +651,8 @@ fn chunks_without_an_active_source_are_passed_over() {
         }
     };
     check(&dir, true);
-    // The same layout without the chunks' source ranges (as written before
-    // they were recorded).
+    // The same layout without the chunks' source ranges and block index (as
+    // written before they were recorded).
     for r in 0..2 {
         let path = dir.join(format!("rank-{r}")).join("manifest.json");
         let mut m: serde_json::Value =
@@ -657,9 +660,143 @@ fn chunks_without_an_active_source_are_passed_over() {
         for c in m["edge_chunks"].as_array_mut().unwrap() {
             let c = c.as_object_mut().unwrap();
             assert!(c.remove("first").is_some() && c.remove("last").is_some());
+            assert!(c.remove("blocks").is_some() && c.remove("block_records").is_some());
         }
         std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
     }
+    check(&dir, false);
+}
+
+/// Of a chunk served, only the blocks holding an active source are read, each
+/// checked against its own CRC-32: the same answers as the streaming engine
+/// with blocks passed over; block checksums refused by name; a layout without
+/// a block index (made before it was recorded) reads whole chunks.
+#[test]
+fn only_blocks_with_an_active_source_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 11,
+        edge_factor: 16,
+    };
+    let n = kind.vertices();
+    let inp = input(tmp.path(), kind, true);
+    let io = ingest_opts(false, n);
+    let store_dir = tmp.path().join("store");
+    outcore_store::ingest(std::slice::from_ref(&inp), &store_dir, &io, &Quiet).unwrap();
+    let store = Store::open(&store_dir).unwrap();
+    let dir = tmp.path().join("dist");
+    let opts = DistIngestOptions {
+        memory: 64 << 20,
+        chunk_bytes: 24 << 10,
+        vertex_chunk: 256,
+        partitions: 2,
+        block_records: 64,
+        seed: 4,
+        force: false,
+    };
+    dist_ingest(&inp, &dir, 2, &opts, &io);
+    let manifests: Vec<_> = (0..2)
+        .map(|r| RankManifest::load(&dir, r, 2).unwrap())
+        .collect();
+    let blocks: u64 = manifests
+        .iter()
+        .flat_map(|m| &m.edge_chunks)
+        .map(|c| {
+            assert_eq!(c.block_records, 64);
+            assert_eq!(c.blocks.len() as u64, (c.bytes / 12).div_ceil(64));
+            c.blocks.len() as u64
+        })
+        .sum();
+    assert!(
+        blocks
+            > 8 * manifests
+                .iter()
+                .map(|m| m.edge_chunks.len() as u64)
+                .sum::<u64>()
+    );
+    let cases = [
+        (Algo::Bfs, None),
+        (Algo::Sssp, None),
+        (Algo::PageRank, Some(3)),
+    ];
+    let check = |dir: &Path, indexed: bool| {
+        for (algo, iterations) in cases {
+            let p = Params {
+                root: 1,
+                iterations,
+                ..Default::default()
+            };
+            let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+            let want = run(&mut e, algo, &p).unwrap();
+            let what = format!("{} (block index {indexed})", algo.name());
+            let res: Vec<_> = dist_try(dir, 2, algo, &p, &DistConfig::new(64 << 20))
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
+                .collect();
+            same(&res[0].0.output, &want.output, &what);
+            assert_eq!(res[0].0.summary, want.summary, "{what}");
+            let skipped: u64 = res.iter().map(|r| r.1.storage.edge_blocks_skipped).sum();
+            let edges: u64 = res.iter().map(|r| r.1.edges_processed).sum();
+            let all = store.edges() * res[0].0.iterations;
+            if algo == Algo::PageRank || !indexed {
+                assert_eq!(skipped, 0, "{what}");
+            } else {
+                assert!(skipped > 0, "{what}: no block passed over");
+                assert!(edges < all, "{what}: {edges} of {all} edges streamed");
+            }
+            if algo == Algo::PageRank {
+                assert_eq!(edges, all, "{what}");
+            }
+        }
+    };
+    check(&dir, true);
+    let rewrite = |f: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+        for r in 0..2 {
+            let path = dir.join(format!("rank-{r}")).join("manifest.json");
+            let mut m: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            for c in m["edge_chunks"].as_array_mut().unwrap() {
+                f(c.as_object_mut().unwrap());
+            }
+            std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+        }
+    };
+    // Every block's CRC wrong (the chunks' right): a whole chunk still reads,
+    // a block read alone is refused.
+    rewrite(&|c| {
+        for b in c["blocks"].as_array_mut().unwrap() {
+            let crc = b[2].as_u64().unwrap();
+            b[2] = (crc ^ 1).into();
+        }
+    });
+    let p = Params {
+        root: 1,
+        ..Default::default()
+    };
+    let errs: Vec<String> = dist_try(&dir, 2, Algo::Bfs, &p, &DistConfig::new(64 << 20))
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("fails its checksum") && e.contains("edges.bin")),
+        "{errs:?}"
+    );
+    // A block index that does not cover its chunk is refused at once.
+    rewrite(&|c| {
+        c["blocks"].as_array_mut().unwrap().pop();
+    });
+    let errs: Vec<String> = dist_try(&dir, 2, Algo::Bfs, &p, &DistConfig::new(64 << 20))
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    assert!(
+        errs.iter().any(|e| e.contains("the manifest is damaged")),
+        "{errs:?}"
+    );
+    rewrite(&|c| {
+        assert!(c.remove("blocks").is_some() && c.remove("block_records").is_some());
+    });
     check(&dir, false);
 }
 
@@ -792,6 +929,7 @@ fn verification_over_the_ranks_edges_accepts_the_answer_and_catches_a_wrong_one(
         chunk_bytes: 2048,
         vertex_chunk: 0,
         partitions: 4,
+        block_records: 0,
         seed: 5,
         force: false,
     };
