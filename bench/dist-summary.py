@@ -58,19 +58,22 @@ if os.path.exists(os.path.join(out, label + ".json")):
             f"| {r['edge_chunks_read']} | {r['stolen_chunks']} | {r['partitions_helped']} | {r['helpers_accepted']} |"
         )
 
-print("\n### One rank against `outcore run` (Kronecker 20, medians)\n")
-print("| algorithm | dist 1 rank s | run --threads 1 s | run --threads 2 s | dist / run 1 | dist / run 2 |")
-print("|---|---|---|---|---|---|")
-for algo in ["bfs", "pagerank"]:
-    med = {}
-    for kind in ["dist", "run1", "run2"]:
-        xs = [json.load(open(p))["seconds"] for p in sorted(glob.glob(os.path.join(out, f"one-{algo}-{kind}-*.json")))]
-        med[kind] = statistics.median(xs) if xs else float("nan")
-    n = len(glob.glob(os.path.join(out, f"one-{algo}-dist-*.json")))
-    print(
-        f"| {algo} (n={n}) | {med['dist']:.3f} | {med['run1']:.3f} | {med['run2']:.3f} "
-        f"| {med['dist'] / med['run1']:.2f} | {med['dist'] / med['run2']:.2f} |"
-    )
+print("\n### One rank against `outcore run` (medians)\n")
+print("| scale | algorithm | dist 1 rank s | run --threads 1 s | run --threads 2 s | dist / run 1 | dist / run 2 |")
+print("|---|---|---|---|---|---|---|")
+for s in [20, 22]:
+    for algo in ["bfs", "pagerank"]:
+        med = {}
+        for kind in ["dist", "run1", "run2"]:
+            xs = [json.load(open(p))["seconds"] for p in sorted(glob.glob(os.path.join(out, f"one{s}-{algo}-{kind}-*.json")))]
+            med[kind] = statistics.median(xs) if xs else float("nan")
+        n = len(glob.glob(os.path.join(out, f"one{s}-{algo}-dist-*.json")))
+        if n == 0:
+            continue
+        print(
+            f"| {s} | {algo} (n={n}) | {med['dist']:.3f} | {med['run1']:.3f} | {med['run2']:.3f} "
+            f"| {med['dist'] / med['run1']:.2f} | {med['dist'] / med['run2']:.2f} |"
+        )
 
 print("\n### Accumulators kept from scatter to gather: pagerank x5, Kronecker 20+r on 2^r ranks (medians)\n")
 print("| ranks | on: run s | off (--resident 0): run s | on / off | on: scatter s | off: scatter s | on: gather s | off: gather s | on: written MiB | off: written MiB |")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The distributed engine (Chaos) on this machine under mpirun: weak scaling
-# (Kronecker scale 20+r on 2^r ranks, r = 0..2), one rank against `outcore run`,
+# (Kronecker scale 20+r on 2^r ranks, r = 0..2), one rank against `outcore run`
+# (Kronecker 20 and 22),
 # resident accumulators on and off, and the request window of §6.5. Every run starts with the store's files
 # evicted from the page cache (posix_fadvise DONTNEED) and writes its --stats
 # JSON (with the mpirun wall time added) into OUT; bench/dist-summary.py OUT
@@ -84,15 +85,19 @@ for r in 0 1 2; do
   dist_run "weak-pagerank-$s-$n" "$s" "$n" pagerank --iterations 5
 done
 
-# One rank against outcore run (1 and 2 threads), alternating.
-root=$(root_of "$data/k20.bin32")
-for i in $(seq 1 "$reps"); do
-  dist_run "one-bfs-dist-$i" 20 1 bfs --root "$root"
-  one_run "one-bfs-run1-$i" 20 bfs --root "$root" --threads 1
-  one_run "one-bfs-run2-$i" 20 bfs --root "$root" --threads 2
-  dist_run "one-pagerank-dist-$i" 20 1 pagerank --iterations 5
-  one_run "one-pagerank-run1-$i" 20 pagerank --iterations 5 --threads 1
-  one_run "one-pagerank-run2-$i" 20 pagerank --iterations 5 --threads 2
+# One rank against outcore run (1 and 2 threads), alternating, on Kronecker
+# 20 and 22.
+prepare 22 1
+for s in 20 22; do
+  root=$(root_of "$data/k$s.bin32")
+  for i in $(seq 1 "$reps"); do
+    dist_run "one$s-bfs-dist-$i" $s 1 bfs --root "$root"
+    one_run "one$s-bfs-run1-$i" $s bfs --root "$root" --threads 1
+    one_run "one$s-bfs-run2-$i" $s bfs --root "$root" --threads 2
+    dist_run "one$s-pagerank-dist-$i" $s 1 pagerank --iterations 5
+    one_run "one$s-pagerank-run1-$i" $s pagerank --iterations 5 --threads 1
+    one_run "one$s-pagerank-run2-$i" $s pagerank --iterations 5 --threads 2
+  done
 done
 
 # Accumulators kept from scatter to gather against none (--resident 0:

@@ -119,6 +119,9 @@ pub struct RankStats {
     pub update_chunks_sent: u64,
     pub update_chunks_read: u64,
     pub partitions_passed_over: u64,
+    /// Vertex chunks not stored after apply, none of their vertices changed.
+    #[serde(default)]
+    pub vertex_chunks_unchanged: u64,
     pub window: usize,
     /// Seconds the computation engine waited for replies and other ranks.
     pub idle_seconds: f64,
@@ -535,7 +538,7 @@ fn initial<P: EdgeProgram>(ctx: &mut Ctx, prog: &P, mine: &[u32]) -> Result<(Agg
                 active += 1;
             }
         }
-        store(ctx, p, &part)?;
+        store(ctx, p, &part, None)?;
         totals.push((p, sums.total(), active));
     }
     ctx.drain_acks(0)?;
@@ -779,7 +782,7 @@ fn compute<P: EdgeProgram>(
                 .collect(),
         };
         for &p in &mine {
-            let part = load(ctx, prog, p, degrees)?;
+            let part = load(ctx, prog, p, degrees, None)?;
             let act = active_of(prog, &part, it);
             if !act.iter().any(|&x| x) {
                 ctx.board.lock().expect("board").finish(p);
@@ -797,7 +800,7 @@ fn compute<P: EdgeProgram>(
             r?;
         }
         help(ctx, phase, &mut |ctx, p| {
-            let part = load(ctx, prog, p, degrees)?;
+            let part = load(ctx, prog, p, degrees, None)?;
             let act = active_of(prog, &part, it);
             scatter_part(ctx, prog, p, &part, &act, &mut sc, false)
         })?;
@@ -832,8 +835,14 @@ fn compute<P: EdgeProgram>(
                 ctx.stats.partitions_passed_over += 1;
                 continue;
             }
-            let mut part = load(ctx, prog, p, degrees)?;
-            let cnt = part.vals.len();
+            // The values are loaded before the gather when its edges read
+            // them, otherwise after it: then, for a program that an absent
+            // message leaves alone, only the vertex chunks a message reached.
+            let part = match prog.reads_destination() {
+                true => Some(load(ctx, prog, p, degrees, None)?),
+                false => None,
+            };
+            let cnt = plan.range(p).1 as usize - plan.range(p).0 as usize;
             let mut acc = match local {
                 Some((_, acc, _)) => acc,
                 None => vec![prog.identity(); cnt],
@@ -849,7 +858,7 @@ fn compute<P: EdgeProgram>(
                 .lock()
                 .expect("board")
                 .open(p, vbytes * cnt as u64, received[p as usize]);
-            let dst = prog.reads_destination().then_some(&part.vals[..]);
+            let dst = part.as_ref().map(|x| &x.vals[..]);
             let r = gather_part(ctx, prog, p, it, &mut acc, dst, true);
             let helpers = ctx.board.lock().expect("board").close();
             r?;
@@ -867,25 +876,48 @@ fn compute<P: EdgeProgram>(
                     *x = prog.combine(*x, u64::from_le_bytes(y.try_into().expect("8")));
                 }
             }
+            let vc = plan.vertex_chunk as usize;
+            let reached: Option<Vec<bool>> = prog.idle_without_messages().then(|| {
+                acc.chunks(vc)
+                    .map(|xs| xs.iter().any(|&x| x != prog.identity()))
+                    .collect()
+            });
+            let mut part = match part {
+                Some(part) => part,
+                None => load(ctx, prog, p, degrees, reached.as_deref())?,
+            };
             let mut sums = Sums::default();
             let mut act = 0u64;
+            // Vertex chunks none of whose values or epochs changed are not
+            // stored again (what their home holds is what was loaded).
+            let mut dirty = vec![false; plan.vertex_chunks(p) as usize];
             for (i, &x) in acc.iter().enumerate() {
+                if reached.as_ref().is_some_and(|r| !r[i / vc]) {
+                    continue;
+                }
                 let mut one: Aggregates = [0.0; 4];
                 let d = if degrees { part.degs[i] } else { 0 };
+                let before = part.vals[i];
+                let mut changed = false;
                 if prog.apply(&g, &mut part.vals[i], x, d, &mut one) {
                     part.eps[i] = it as u32;
                     act += 1;
+                    changed = true;
+                }
+                if changed || bytemuck::bytes_of(&before) != bytemuck::bytes_of(&part.vals[i]) {
+                    dirty[i / vc] = true;
                 }
                 sums.add(&one);
             }
-            store(ctx, p, &part)?;
+            ctx.stats.vertex_chunks_unchanged += dirty.iter().filter(|&&d| !d).count() as u64;
+            store(ctx, p, &part, Some(&dirty))?;
             totals.push((p, sums.total(), act));
         }
         help(ctx, phase, &mut |ctx, p| {
             let (a, b) = plan.range(p);
             let mut acc = vec![prog.identity(); (b - a) as usize];
             let part = match prog.reads_destination() {
-                true => Some(load(ctx, prog, p, false)?),
+                true => Some(load(ctx, prog, p, false, None)?),
                 false => None,
             };
             let dst = part.as_ref().map(|x| &x.vals[..]);

@@ -22,11 +22,15 @@ pub(crate) struct Part<V> {
     pub(crate) degs: Vec<u32>,
 }
 
+/// Loads partition `p`'s vertex data from the vertex chunks' homes (with the
+/// out-degrees when `degrees`): every chunk, or those `only` marks (the
+/// others are left zeroed, never to be read).
 pub(crate) fn load<P: EdgeProgram>(
     ctx: &mut Ctx,
     prog: &P,
     p: u32,
     degrees: bool,
+    only: Option<&[bool]>,
 ) -> Result<Part<P::V>> {
     let plan = ctx.plan;
     let (a, b) = plan.range(p);
@@ -36,6 +40,9 @@ pub(crate) fn load<P: EdgeProgram>(
     let mut eps = vec![NEVER; cnt];
     let mut degs = vec![0u32; if degrees { cnt } else { 0 }];
     for c in 0..plan.vertex_chunks(p) {
+        if only.is_some_and(|o| !o[c as usize]) {
+            continue;
+        }
         let (x, y) = plan.chunk_range(p, c);
         let (i, j) = ((x - a) as usize, (y - a) as usize);
         let blob = ctx.vertex_chunk(storage::GET_STATE, p, c)?.ok_or_else(|| {
@@ -76,9 +83,19 @@ pub(crate) fn fetch_degrees(ctx: &mut Ctx, p: u32, c: u32, out: &mut [u32]) -> R
     Ok(())
 }
 
-pub(crate) fn store<V: bytemuck::Pod>(ctx: &mut Ctx, p: u32, part: &Part<V>) -> Result<()> {
+/// Stores partition `p`'s vertex chunks at their homes: every one, or those
+/// `dirty` marks.
+pub(crate) fn store<V: bytemuck::Pod>(
+    ctx: &mut Ctx,
+    p: u32,
+    part: &Part<V>,
+    dirty: Option<&[bool]>,
+) -> Result<()> {
     let plan = ctx.plan;
     for c in 0..plan.vertex_chunks(p) {
+        if dirty.is_some_and(|d| !d[c as usize]) {
+            continue;
+        }
         let (x, y) = plan.chunk_range(p, c);
         let (i, j) = ((x - part.a) as usize, (y - part.a) as usize);
         let mut msg = header(storage::PUT_STATE, p, c, 0);
