@@ -225,7 +225,7 @@ impl Ctx<'_> {
 
     /// A request to this rank's own storage engine, served here.
     pub(crate) fn serve_here(&mut self, msg: &[u8]) -> Result<(u32, Payload)> {
-        let (_, out) = self.local.lock().expect("storage").serve_one(msg);
+        let (_, out) = self.local.lock().expect("storage").serve_one(msg, true);
         let (_, status, data) = self.parse_reply(self.t.rank(), out)?;
         Ok((status, data))
     }

@@ -475,7 +475,7 @@ impl Storage {
             if op == STOP && from == t.rank() {
                 break;
             }
-            let (tag, out) = this.lock().expect("storage").serve_one(&msg);
+            let (tag, out) = this.lock().expect("storage").serve_one(&msg, false);
             t.reply(from, tag, out)?;
         }
         let mut me = this.lock().expect("storage");
@@ -488,11 +488,13 @@ impl Storage {
 
     /// One request (a header of at least 16 bytes): the reply's tag and
     /// bytes, a failure replied as [`FAILED`] with its message.
-    pub fn serve_one(&mut self, msg: &[u8]) -> (Tag, Vec<u8>) {
+    /// `here`: the request is from this rank's own computation engine, the
+    /// one the storage thread reads edge chunks ahead for.
+    pub fn serve_one(&mut self, msg: &[u8], here: bool) -> (Tag, Vec<u8>) {
         let op = u32_at(msg, 0);
         self.stats.requests += 1;
         let t0 = std::time::Instant::now();
-        let out = match self.handle(op, msg) {
+        let out = match self.handle(op, msg, here) {
             Ok(x) => x,
             Err(e) => (TAG_RESP, reply(FAILED, e.to_string().as_bytes())),
         };
@@ -568,7 +570,7 @@ impl Storage {
         false
     }
 
-    fn handle(&mut self, op: u32, msg: &[u8]) -> Result<(Tag, Vec<u8>)> {
+    fn handle(&mut self, op: u32, msg: &[u8], here: bool) -> Result<(Tag, Vec<u8>)> {
         let (part, chunk, phase) = (u32_at(msg, 1), u32_at(msg, 2), u32_at(msg, 3));
         let plan = &self.manifest.plan;
         if part >= plan.partitions {
@@ -601,8 +603,10 @@ impl Storage {
                         }
                     }
                 };
-                // The storage thread reads ahead on this stream while it has
-                // no request; a chunk it read already is taken from there.
+                // The storage thread reads ahead on the stream its own
+                // computation engine asked for last, while it has no request
+                // (the other ranks' requests are outstanding in windows
+                // anyway); a chunk it read already is taken from there.
                 let stream = (part, phase, filter);
                 let mut done = None;
                 match &mut self.ahead {
@@ -619,6 +623,7 @@ impl Storage {
                             }
                         }
                     }
+                    _ if !here => {}
                     _ => {
                         self.ahead = Some(Ahead {
                             stream,
