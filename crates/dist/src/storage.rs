@@ -12,7 +12,10 @@
 //!   unread, and of a chunk served only the blocks (8192 records each, the
 //!   manifest's block index) holding an active source are read, across gaps
 //!   of at most two blocks, each checked against its own CRC-32; the reply is
-//!   those blocks' records in the chunk's order.
+//!   those blocks' records in the chunk's order. While no request waits, the
+//!   storage thread reads the next [`READ_AHEAD`] chunks of the stream (the
+//!   partition, phase and activity) its own computation engine asked for
+//!   last, which serves itself without waiting on the device.
 //! - `PUT_UPDATES p phase` + records: appends an update chunk to partition `p`'s
 //!   update file; the first put of a newer phase empties the file first (the
 //!   previous iteration's updates are consumed). Acknowledged on `TAG_ACK`.
