@@ -132,6 +132,10 @@ pub struct DistRunArgs {
     /// work stealing is on by default).
     #[arg(long)]
     pub no_steal: bool,
+    /// Threads of each rank's computation engine (default: the machine's cores
+    /// over the ranks mpirun placed on it).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
     /// Memory for the accumulators of the partitions this rank masters, kept
     /// from scatter to gather so that their updates are combined at once rather
     /// than stored and read back (default: an eighth of --memory; 0: none; at
@@ -348,6 +352,7 @@ mod with_mpi {
                 fail_at,
                 steal: !a.no_steal,
                 resident_bytes: a.resident,
+                threads: a.threads,
                 ..DistConfig::new(a.memory)
             },
             iterations: 0,

@@ -81,6 +81,25 @@ pub struct DistConfig {
     /// the time on one rank, 0.79x and 0.96x on 2 and 4 ranks sharing two
     /// cores — docs/benchmarks.md).
     pub resident_bytes: Option<u64>,
+    /// Threads of the computation engine's scatter (0: the machine's cores
+    /// over the ranks mpirun placed on it, `OMPI_COMM_WORLD_LOCAL_SIZE`).
+    pub threads: usize,
+}
+
+impl DistConfig {
+    /// The scatter's thread count `threads` asks for.
+    pub fn scatter_threads(&self) -> usize {
+        if self.threads > 0 {
+            return self.threads;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE")
+            .ok()
+            .and_then(|x| x.parse::<usize>().ok())
+            .unwrap_or(1)
+            .max(1);
+        (cores / local).max(1)
+    }
 }
 
 /// Iterations between checkpoints unless told otherwise.
@@ -100,6 +119,7 @@ impl DistConfig {
             fail_at: None,
             steal: true,
             resident_bytes: None,
+            threads: 0,
         }
     }
 }
@@ -119,6 +139,9 @@ pub struct RankStats {
     pub update_chunks_sent: u64,
     pub update_chunks_read: u64,
     pub partitions_passed_over: u64,
+    /// Threads the scatter ran on.
+    #[serde(default)]
+    pub threads: usize,
     /// Vertex chunks not stored after apply, none of their vertices changed.
     #[serde(default)]
     pub vertex_chunks_unchanged: u64,
@@ -747,7 +770,8 @@ fn compute<P: EdgeProgram>(
     let spare = cfg.memory.saturating_sub(
         plan.partition_vertices * prog.bytes_per_vertex()
             + bin_bytes as u64 * plan.partitions as u64
-            + (ctx.window + storage::READ_AHEAD) as u64 * plan.chunk_bytes,
+            + (ctx.window + storage::READ_AHEAD) as u64 * plan.chunk_bytes
+            + crate::phase::PAR_DEFERRED_BYTES,
     );
     let mut room = match prog.reads_destination() {
         true => 0,
@@ -760,6 +784,17 @@ fn compute<P: EdgeProgram>(
             resident[p as usize] = true;
         }
     }
+    // The scatter's threads (none beside this one: on one thread).
+    let threads = cfg.scatter_threads();
+    ctx.stats.threads = threads;
+    let pool = (threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+        })
+        .flatten();
     while prog.proceed(done, &g.prev, active) {
         let it = done + 1;
         g.iteration = it;
@@ -769,6 +804,7 @@ fn compute<P: EdgeProgram>(
         ctx.board.lock().expect("board").begin(phase);
         let mut sc = Scatter {
             it,
+            pool: pool.as_ref(),
             bins: vec![Vec::new(); plan.partitions as usize],
             sent: vec![0; plan.partitions as usize],
             bin_bytes,

@@ -13,6 +13,8 @@ use bytemuck::Zeroable;
 use outcore_engine::program::EdgeProgram;
 use outcore_engine::stream::{prefetch, AHEAD};
 use outcore_engine::EngineError;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One partition's vertex data in memory.
 pub(crate) struct Part<V> {
@@ -113,8 +115,10 @@ pub(crate) fn store<V: bytemuck::Pod>(
 /// scatter to gather (`resident`: first vertex, accumulators, updates
 /// combined), into which their updates are combined at once instead of being
 /// stored and read back.
-pub(crate) struct Scatter {
+pub(crate) struct Scatter<'a> {
     pub(crate) it: u64,
+    /// The scatter's other threads (none: one thread).
+    pub(crate) pool: Option<&'a rayon::ThreadPool>,
     pub(crate) bins: Vec<Vec<u8>>,
     pub(crate) sent: Vec<u64>,
     pub(crate) bin_bytes: usize,
@@ -132,7 +136,7 @@ pub(crate) fn update_bytes<P: EdgeProgram>(prog: &P) -> usize {
     }
 }
 
-impl Scatter {
+impl Scatter<'_> {
     fn push<P: EdgeProgram>(
         &mut self,
         ctx: &mut Ctx,
@@ -272,6 +276,199 @@ fn run_end(rest: &[u8], rb: usize, u: u32) -> usize {
     hi
 }
 
+/// Records of a chunk below which its scatter stays on one thread.
+const PAR_MIN_RECORDS: usize = 16384;
+
+/// Records scattered by all threads between two drains of their deferred
+/// updates (for partitions whose accumulators are not kept here).
+const PAR_WINDOW: usize = 65536;
+
+/// Memory the deferred updates of one window take at most.
+pub(crate) const PAR_DEFERRED_BYTES: u64 = PAR_WINDOW as u64 * 16;
+
+/// What the threads of a parallel scatter share: the program, partition `p`
+/// (vertices `range`), the vertex count `n`, the sources' activity and
+/// messages.
+struct PieceRun<'a, P> {
+    prog: &'a P,
+    p: u32,
+    range: (u64, u64),
+    n: u64,
+    act: &'a [bool],
+    msgs: &'a [u64],
+    weighted: bool,
+    finder: &'a PartitionFinder,
+}
+
+/// What one thread's piece gave: updates combined per partition, and the
+/// updates for partitions whose accumulators are not kept here, in order.
+struct Piece {
+    combined: Vec<u64>,
+    deferred: Vec<(u32, u64)>,
+}
+
+/// `acc` seen as atomics, for threads combining into it at once.
+fn atomic_view(acc: &mut [u64]) -> &[AtomicU64] {
+    const _: () = assert!(
+        std::mem::size_of::<AtomicU64>() == std::mem::size_of::<u64>()
+            && std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>()
+    );
+    // SAFETY: AtomicU64 has the size and alignment of u64 (asserted above),
+    // and the exclusive borrow of `acc` lasts as long as the view, so every
+    // access to these words meanwhile goes through the atomics.
+    unsafe { std::slice::from_raw_parts(acc.as_ptr() as *const AtomicU64, acc.len()) }
+}
+
+/// Combines `x` into `cell` (compare-and-swap until it holds; nothing
+/// written when the combination leaves the value as it is).
+#[inline]
+fn combine_into<P: EdgeProgram>(prog: &P, cell: &AtomicU64, x: u64) {
+    let mut old = cell.load(Ordering::Relaxed);
+    loop {
+        let new = prog.combine(old, x);
+        if new == old {
+            return;
+        }
+        match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => old = now,
+        }
+    }
+}
+
+/// The scatter of one chunk on the pool's threads: windows of [`PAR_WINDOW`]
+/// records, each cut into one piece per thread (records are independent:
+/// a source's run cut in two is looked at twice). Updates for partitions
+/// whose accumulators are kept here are combined at once (atomically);
+/// the others are deferred and binned in record order after each window,
+/// on this thread. The first error, in record order, is returned.
+fn scatter_parallel<P: EdgeProgram>(
+    ctx: &mut Ctx,
+    sc: &mut Scatter<'_>,
+    pool: &rayon::ThreadPool,
+    run: &PieceRun<'_, P>,
+    data: &[u8],
+    rb: usize,
+) -> Result<()> {
+    let threads = pool.current_num_threads();
+    for window in data.chunks(PAR_WINDOW * rb) {
+        let recs = window.len() / rb;
+        let per = recs.div_ceil(threads);
+        let pieces: Vec<&[u8]> = window.chunks(per * rb).collect();
+        let views: Vec<Option<(u64, &[AtomicU64])>> = sc
+            .resident
+            .iter_mut()
+            .map(|r| r.as_mut().map(|(a, acc, _)| (*a, atomic_view(acc))))
+            .collect();
+        let outs: Vec<Result<Piece>> = pool.install(|| {
+            pieces
+                .par_iter()
+                .map(|piece| scatter_piece(run, &views, piece, rb))
+                .collect()
+        });
+        drop(views);
+        for out in outs {
+            let out = out?;
+            for (q, c) in out.combined.iter().enumerate() {
+                if let Some((_, _, k)) = &mut sc.resident[q] {
+                    *k += c;
+                }
+            }
+            for (v, x) in out.deferred {
+                sc.push(ctx, run.prog, run.finder.of(v), v, x)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One thread's piece of a window (records of `rb` bytes, sources ascending).
+fn scatter_piece<P: EdgeProgram>(
+    run: &PieceRun<'_, P>,
+    views: &[Option<(u64, &[AtomicU64])>],
+    data: &[u8],
+    rb: usize,
+) -> Result<Piece> {
+    let (prog, p, (a, b), n) = (run.prog, run.p, run.range, run.n);
+    let mut out = Piece {
+        combined: vec![0; views.len()],
+        deferred: Vec::new(),
+    };
+    let mut stage: Vec<(u32, u64)> = Vec::with_capacity(STAGE);
+    let drain = |stage: &mut Vec<(u32, u64)>, out: &mut Piece| {
+        let hint = |v: u32| {
+            if let Some((a0, acc)) = views[run.finder.of(v)] {
+                prefetch(acc, (v as u64).wrapping_sub(a0) as u32);
+            }
+        };
+        for &(v, _) in stage.iter().take(AHEAD) {
+            hint(v);
+        }
+        for k in 0..stage.len() {
+            if let Some(&(v, _)) = stage.get(k + AHEAD) {
+                hint(v);
+            }
+            let (v, x) = stage[k];
+            let q = run.finder.of(v);
+            match views[q] {
+                Some((a0, acc)) => {
+                    combine_into(prog, &acc[(v as u64 - a0) as usize], x);
+                    out.combined[q] += 1;
+                }
+                None => out.deferred.push((v, x)),
+            }
+        }
+        stage.clear();
+    };
+    let mut rest = data;
+    while !rest.is_empty() {
+        let u = u32_at(rest, 0);
+        if (u as u64) < a || u as u64 >= b {
+            return Err(DistError::Layout(format!(
+                "an edge chunk of partition {p} (vertices {a}..{b}) holds an edge from {u}: the layout is damaged"
+            )));
+        }
+        let i = (u as u64 - a) as usize;
+        if !run.act[i] {
+            rest = &rest[rb * run_end(rest, rb, u)..];
+            continue;
+        }
+        let mut len = 0;
+        while len < rest.len() && u32_at(&rest[len..], 0) == u {
+            len += rb;
+        }
+        let (recs, tail) = rest.split_at(len);
+        rest = tail;
+        for r in recs.chunks_exact(rb) {
+            let v = u32_at(r, 1);
+            if v as u64 >= n {
+                return Err(DistError::Layout(format!(
+                    "an edge chunk of partition {p} holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
+                )));
+            }
+            let w = if run.weighted {
+                f32::from_bits(u32_at(r, 2))
+            } else {
+                1.0
+            };
+            let x = prog.edge(run.msgs[i], u, w).ok_or_else(|| {
+                DistError::Engine(EngineError::BadEdge {
+                    program: prog.name(),
+                    u,
+                    v,
+                    w,
+                })
+            })?;
+            stage.push((v, x));
+            if stage.len() == STAGE {
+                drain(&mut stage, &mut out);
+            }
+        }
+    }
+    drain(&mut stage, &mut out);
+    Ok(out)
+}
+
 /// Which vertices of `part` are active in iteration `it`.
 pub(crate) fn active_of<P: EdgeProgram>(prog: &P, part: &Part<P::V>, it: u64) -> Vec<bool> {
     part.eps
@@ -288,7 +485,7 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
     p: u32,
     part: &Part<P::V>,
     act: &[bool],
-    sc: &mut Scatter,
+    sc: &mut Scatter<'_>,
     master: bool,
 ) -> Result<()> {
     let plan = ctx.plan;
@@ -322,6 +519,23 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
                 "an edge chunk of partition {p} holds {} bytes, not whole records",
                 data.len()
             )));
+        }
+        if let Some(pool) = sc.pool {
+            if !prog.reads_destination() && data.len() / rb >= PAR_MIN_RECORDS {
+                let run = PieceRun {
+                    prog,
+                    p,
+                    range: (a, b),
+                    n,
+                    act,
+                    msgs: &msgs,
+                    weighted,
+                    finder: &finder,
+                };
+                scatter_parallel(ctx, sc, pool, &run, data, rb)?;
+                ctx.stats.edges_processed += (data.len() / rb) as u64;
+                return Ok(());
+            }
         }
         // Records come in runs of one source, sources ascending (a chunk is
         // cut from the partition's out-CSR in order, and served blocks keep

@@ -800,6 +800,52 @@ fn only_blocks_with_an_active_source_are_read() {
     check(&dir, false);
 }
 
+/// Chunks large enough for the scatter's threads: the same answers on 1 and 3
+/// threads, with the updates combined at once (resident accumulators) or
+/// binned and stored (`--resident 0`).
+#[test]
+fn the_scatter_on_several_threads_gives_the_same_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, dir, _) = kronecker_pair(tmp.path(), 14, 16, 512 << 10, 4096, 2);
+    // A root with out-edges: the first edge's source.
+    let first = std::fs::read(tmp.path().join("g.bin32w")).unwrap();
+    let root = u32::from_le_bytes(first[..4].try_into().unwrap());
+    let cases = [
+        (Algo::Bfs, None),
+        (Algo::Sssp, None),
+        (Algo::PageRank, Some(4)),
+        (Algo::Spmv, Some(3)),
+    ];
+    for (algo, iterations) in cases {
+        let p = Params {
+            root,
+            iterations,
+            ..Default::default()
+        };
+        let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
+        let want = run(&mut e, algo, &p).unwrap();
+        for threads in [1, 3] {
+            for resident in [None, Some(0)] {
+                let what = format!("{} threads {threads} resident {resident:?}", algo.name());
+                let cfg = DistConfig {
+                    threads,
+                    resident_bytes: resident,
+                    ..DistConfig::new(64 << 20)
+                };
+                let res: Vec<_> = dist_try(&dir, 2, algo, &p, &cfg)
+                    .into_iter()
+                    .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
+                    .collect();
+                same(&res[0].0.output, &want.output, &what);
+                assert_eq!(res[0].0.summary, want.summary, "{what}");
+                assert!(res.iter().all(|r| r.1.threads == threads), "{what}");
+                let combined: u64 = res.iter().map(|r| r.1.updates_combined).sum();
+                assert_eq!(combined > 0, resident.is_none(), "{what}");
+            }
+        }
+    }
+}
+
 /// mcst's updates are edges evaluated in the gather against the partition's
 /// values: a helper loads those values too, and the forest is the same.
 #[test]
