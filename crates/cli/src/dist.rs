@@ -133,7 +133,7 @@ pub struct DistRunArgs {
     #[arg(long)]
     pub no_steal: bool,
     /// Threads of each rank's computation engine (default: the machine's cores
-    /// over the ranks mpirun placed on it).
+    /// but one, for the storage engine, over the ranks mpirun placed on it).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// Memory for the accumulators of the partitions this rank masters, kept

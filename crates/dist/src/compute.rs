@@ -82,7 +82,8 @@ pub struct DistConfig {
     /// cores — docs/benchmarks.md).
     pub resident_bytes: Option<u64>,
     /// Threads of the computation engine's scatter (0: the machine's cores
-    /// over the ranks mpirun placed on it, `OMPI_COMM_WORLD_LOCAL_SIZE`).
+    /// but one (the storage engine's) over the ranks mpirun placed on it,
+    /// `OMPI_COMM_WORLD_LOCAL_SIZE`; at least one).
     pub threads: usize,
 }
 
@@ -98,7 +99,7 @@ impl DistConfig {
             .and_then(|x| x.parse::<usize>().ok())
             .unwrap_or(1)
             .max(1);
-        (cores / local).max(1)
+        (cores.saturating_sub(1) / local).max(1)
     }
 }
 
