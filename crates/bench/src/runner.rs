@@ -319,20 +319,32 @@ pub fn execute(
         }
         let log_file = std::fs::File::create(&log)
             .map_err(|e| BenchError::Output(format!("{}: {e}", log.display())))?;
-        evict(&[plan.store(&r.store).path.clone()]);
+        evict(std::slice::from_ref(&r.evict));
         let mut cmds = Vec::new();
+        let to_log = || {
+            log_file
+                .try_clone()
+                .map_err(|e| BenchError::Output(format!("{}: {e}", log.display())))
+        };
         for (args, st) in r.commands.iter().zip(&stats) {
-            let mut cmd = Command::new(exe);
-            cmd.args(args)
-                .arg("--stats")
-                .arg(st)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(
-                    log_file
-                        .try_clone()
-                        .map_err(|e| BenchError::Output(format!("{}: {e}", log.display())))?,
-                );
+            let cmd = if r.external {
+                // Another system: its own program, its output to the log.
+                let mut cmd = Command::new(&args[0]);
+                cmd.args(&args[1..])
+                    .stdin(Stdio::null())
+                    .stdout(to_log()?)
+                    .stderr(to_log()?);
+                cmd
+            } else {
+                let mut cmd = Command::new(exe);
+                cmd.args(args)
+                    .arg("--stats")
+                    .arg(st)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(to_log()?);
+                cmd
+            };
             cmds.push(cmd);
         }
         let o = run_group(cmds, r.concurrent, limiter, r.limit, Some(plan.timeout))?;
@@ -344,7 +356,7 @@ pub fn execute(
             .filter_map(|f| std::fs::read_to_string(f).ok())
             .filter_map(|t| serde_json::from_str(&t).ok())
             .collect();
-        let complete = parsed.len() == stats.len();
+        let complete = parsed.len() == stats.len() && !r.external;
         let pick_u = |v: &serde_json::Value, a: &str, b: &str| {
             v.pointer(a)
                 .or_else(|| v.pointer(b))
@@ -428,7 +440,10 @@ pub fn execute(
         let command: Vec<String> = r
             .commands
             .iter()
-            .map(|a| format!("{} {}", exe.display(), a.join(" ")))
+            .map(|a| match r.external {
+                true => a.join(" "),
+                false => format!("{} {}", exe.display(), a.join(" ")),
+            })
             .collect();
         let rec = RunRecord {
             bench: plan.spec.name.clone(),

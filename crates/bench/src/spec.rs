@@ -30,6 +30,11 @@
 //! mrt = 1
 //! algorithms = { wcc = "wcc-lp", mis = "mis-luby" }   # what this system runs instead
 //!
+//! [[config]]                    # another system, run in place of outcore
+//! name = "peer"
+//! inputs = { k20 = "../peers/k20.grid" }     # what {input} is, per store
+//! command = { bfs = ["peer/bin/bfs", "{input}", "{root}", "{memory_gb}"] }
+//!
 //! [[algorithm]]
 //! name = "bfs"
 //! root = 0                      # in the user's ids; or one per store
@@ -104,6 +109,59 @@ pub struct ConfigSpec {
     /// (one `outcore run` per job, one after another) or "concurrent" (all at once,
     /// each with 1/J of the memory budget). Plain algorithms ignore it.
     pub jobs_mode: Option<String>,
+    /// Another system run in place of `outcore run` (a peer built elsewhere):
+    /// its program and arguments, with `{store}`, `{input}`, `{root}`,
+    /// `{memory}` (bytes), `{memory_mb}`, `{memory_gb}` (GiB, three decimals),
+    /// `{threads}` and `{algorithm}` filled in for each run. It is measured as
+    /// outcore is (wall time, the kernel's bytes, the cgroup's peak, under the
+    /// same limit) but has no `--stats`: no iterations or engine bytes. One
+    /// list for every algorithm, or a table of lists by algorithm (as the
+    /// spec's `[[algorithm]]` names it).
+    pub command: Option<PerStore<Vec<String>>>,
+    /// Per store, the path `{input}` stands for (the peer's own copy of the
+    /// store's graph); it is what is evicted from the page cache before each
+    /// of this configuration's runs.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, PathBuf>,
+}
+
+/// The placeholders of a configuration's `command`.
+const PLACEHOLDERS: [&str; 8] = [
+    "store",
+    "input",
+    "root",
+    "memory",
+    "memory_mb",
+    "memory_gb",
+    "threads",
+    "algorithm",
+];
+
+/// `template` with each `{name}` replaced by `value(name)`; an unknown name,
+/// an unclosed brace or a value that is not there is an error.
+fn fill(template: &str, value: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let Some(j) = rest[i..].find('}') else {
+            return Err(format!("{template:?}: a '{{' without '}}'"));
+        };
+        let name = &rest[i + 1..i + j];
+        if !PLACEHOLDERS.contains(&name) {
+            return Err(format!(
+                "{template:?}: unknown placeholder {{{name}}} (known: {})",
+                PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(" ")
+            ));
+        }
+        match value(name) {
+            Some(v) => out.push_str(&v),
+            None => return Err(format!("{template:?}: {{{name}}} has no value here")),
+        }
+        rest = &rest[i + j + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -192,6 +250,12 @@ pub struct PlannedRun {
     pub commands: Vec<Vec<String>>,
     /// Run the commands at once rather than one after another.
     pub concurrent: bool,
+    /// The commands are another system's (a configuration's `command`: the
+    /// program first, no `--stats`), not arguments to `outcore`.
+    pub external: bool,
+    /// What is evicted from the page cache before the run (the store, or an
+    /// external command's input).
+    pub evict: PathBuf,
 }
 
 /// A validated spec: the stores and the runs, in execution order.
@@ -379,6 +443,49 @@ impl Spec {
             if c.mrt == Some(0) {
                 return Err(bad(format!("config {}: mrt must be at least 1", c.name)));
             }
+            match &c.command {
+                Some(cmds) => {
+                    let lists: Vec<&Vec<String>> = match cmds {
+                        PerStore::All(v) => vec![v],
+                        PerStore::Each(m) => {
+                            for a in m.keys() {
+                                if !self.algorithms.iter().any(|x| &x.name == a) {
+                                    return Err(bad(format!(
+                                        "config {}: a command for {a:?}, which no [[algorithm]] names",
+                                        c.name
+                                    )));
+                                }
+                            }
+                            m.values().collect()
+                        }
+                    };
+                    if lists.iter().any(|l| l.is_empty()) {
+                        return Err(bad(format!("config {}: command is empty", c.name)));
+                    }
+                    if c.mrt.is_some() || !c.args.is_empty() || c.jobs_mode.is_some() {
+                        return Err(bad(format!(
+                            "config {}: a command takes no mrt, args or jobs_mode (those are outcore's)",
+                            c.name
+                        )));
+                    }
+                    for a in lists.into_iter().flatten() {
+                        fill(a, &|_| Some(String::new()))
+                            .map_err(|e| bad(format!("config {}: command: {e}", c.name)))?;
+                    }
+                }
+                None if !c.inputs.is_empty() => {
+                    return Err(bad(format!("config {}: inputs without a command", c.name)));
+                }
+                None => {}
+            }
+            for st in c.inputs.keys() {
+                if !self.stores.iter().any(|s| &s.name == st) {
+                    return Err(bad(format!(
+                        "config {}: an input for store {st:?}, which is not in the spec",
+                        c.name
+                    )));
+                }
+            }
             for (from, to) in &c.algorithms {
                 if !self.algorithms.iter().any(|a| &a.name == from) {
                     return Err(bad(format!(
@@ -481,8 +588,59 @@ impl Spec {
                                 args.extend(a.args.iter().cloned());
                             };
                             let store_arg = resolve(&st.path).display().to_string();
-                            let (runs_algo, roots, weighted, commands, concurrent) = match &a.jobs {
-                                Some(jobs) => {
+                            let input = c.inputs.get(&st.name).map(|p| resolve(p));
+                            let evict = match (&c.command, &input) {
+                                (Some(_), Some(i)) => i.clone(),
+                                _ => resolve(&st.path),
+                            };
+                            let (runs_algo, roots, weighted, commands, concurrent) = match (
+                                &a.jobs,
+                                &c.command,
+                            ) {
+                                (Some(_), Some(_)) => {
+                                    return Err(bad(format!(
+                                        "algorithm {} is a mix of jobs, which config {} (a command) cannot run",
+                                        a.name, c.name
+                                    )))
+                                }
+                                (None, Some(cmds)) => {
+                                    let cmd = cmds.get(&a.name).ok_or_else(|| {
+                                        bad(format!(
+                                            "config {} has no command for algorithm {}",
+                                            c.name, a.name
+                                        ))
+                                    })?;
+                                    let runs_algo =
+                                        c.algorithms.get(&a.name).unwrap_or(&a.name).clone();
+                                    let root =
+                                        a.root.as_ref().and_then(|r| r.get(&st.name)).copied();
+                                    let (_, weighted) = algo(&runs_algo, "")?;
+                                    let value = |name: &str| match name {
+                                        "store" => Some(store_arg.clone()),
+                                        "input" => input.as_ref().map(|p| p.display().to_string()),
+                                        "root" => root.map(|r| r.to_string()),
+                                        "memory" => Some(memory.to_string()),
+                                        "memory_mb" => Some((memory >> 20).to_string()),
+                                        "memory_gb" => {
+                                            Some(format!("{:.3}", memory as f64 / (1u64 << 30) as f64))
+                                        }
+                                        "threads" => self.threads.map(|t| t.to_string()),
+                                        "algorithm" => Some(runs_algo.clone()),
+                                        _ => None,
+                                    };
+                                    let argv = cmd
+                                        .iter()
+                                        .map(|x| fill(x, &value))
+                                        .collect::<Result<Vec<_>, _>>()
+                                        .map_err(|e| {
+                                            bad(format!(
+                                                "config {}, store {}, algorithm {}: {e}",
+                                                c.name, st.name, a.name
+                                            ))
+                                        })?;
+                                    (runs_algo, root.into_iter().collect(), weighted, vec![argv], false)
+                                }
+                                (Some(jobs), None) => {
                                     let specs: Vec<JobSpec> = jobs
                                         .iter()
                                         .map(|j| j.parse().expect("validated"))
@@ -533,7 +691,7 @@ impl Spec {
                                         mode == "concurrent",
                                     )
                                 }
-                                None => {
+                                (None, None) => {
                                     let runs_algo =
                                         c.algorithms.get(&a.name).unwrap_or(&a.name).clone();
                                     let root =
@@ -578,6 +736,8 @@ impl Spec {
                                 weighted,
                                 commands,
                                 concurrent,
+                                external: c.command.is_some(),
+                                evict,
                             });
                         }
                     }
@@ -647,6 +807,25 @@ root = 0
 name = "wcc"
 scenarios = ["mem"]
 "#;
+
+    #[test]
+    fn placeholders_are_filled_or_refused() {
+        let v = |n: &str| match n {
+            "root" => Some("7".to_string()),
+            "input" => None,
+            _ => Some(format!("<{n}>")),
+        };
+        assert_eq!(fill("a{root}b{root}", &v).unwrap(), "a7b7");
+        assert_eq!(fill("{memory_gb}", &v).unwrap(), "<memory_gb>");
+        assert_eq!(fill("plain", &v).unwrap(), "plain");
+        assert!(fill("{input}", &v)
+            .unwrap_err()
+            .contains("{input} has no value"));
+        assert!(fill("{nope}", &v)
+            .unwrap_err()
+            .contains("unknown placeholder {nope}"));
+        assert!(fill("x{root", &v).unwrap_err().contains("without"));
+    }
 
     #[test]
     fn expands_runs_in_order() {

@@ -215,7 +215,10 @@ pub fn cmd_bench(a: BenchArgs) -> Result<()> {
                 r.limit.map_or("none".into(), format_bytes),
                 r.commands
                     .iter()
-                    .map(|a| format!("outcore {}", a.join(" ")))
+                    .map(|a| match r.external {
+                        true => a.join(" "),
+                        false => format!("outcore {}", a.join(" ")),
+                    })
                     .collect::<Vec<_>>()
                     .join(sep)
             );

@@ -217,6 +217,150 @@ fn bench_runs_reports_and_plots() {
     );
 }
 
+/// A configuration that runs another system's command (a peer built
+/// elsewhere): its placeholders filled in per run, measured like outcore
+/// (status, wall time, the kernel's bytes) without engine statistics; a
+/// failing one is reported with its exit status and last line of output;
+/// a bad command is refused before anything runs.
+#[test]
+fn bench_runs_other_systems_commands() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let input = dir.path().join("peer-input");
+    std::fs::create_dir(&input).unwrap();
+    std::fs::write(input.join("marker"), "x").unwrap();
+    let spec_text = r#"
+name = "peers"
+repetitions = 1
+threads = 2
+timeout = "2m"
+baseline = "outcore"
+
+[[store]]
+name = "small"
+path = "data/small.store"
+generate = ["grid", "--rows", "20", "--cols", "20"]
+ingest = ["--undirected"]
+
+[[scenario]]
+name = "semi"
+limit = "64M"
+memory = "32M"
+
+[[config]]
+name = "outcore"
+
+[[config]]
+name = "peer"
+command = ["sh", "-c", "test -f {input}/marker && echo {algorithm} {root} {memory_mb} {memory_gb} {threads} > {input}/seen"]
+inputs = { small = "peer-input" }
+
+[[config]]
+name = "broken"
+command = ["sh", "-c", "echo the peer gave up >&2; exit 3"]
+
+[[algorithm]]
+name = "bfs"
+root = 0
+"#;
+    let spec = dir.path().join("p.toml");
+    std::fs::write(&spec, spec_text).unwrap();
+    let out = dir.path().join("out");
+    let mut args = vec!["bench", s(&spec), "--out", s(&out)];
+    if !outcore_cgroup_available() {
+        args.push("--no-cgroup");
+    }
+    let dry = run(&[args.clone(), vec!["--dry-run"]].concat());
+    assert!(dry.status.success(), "{}", err(&dry));
+    let planned = String::from_utf8_lossy(&dry.stdout).into_owned();
+    assert!(
+        planned.contains(&format!(
+            "sh -c test -f {}/marker && echo bfs 0 32 0.031 2 > {}/seen",
+            input.display(),
+            input.display()
+        )),
+        "{planned}"
+    );
+    let o = run(&args);
+    assert!(o.status.success(), "{}", err(&o));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let by = |c: &str| lines.iter().find(|l| l["config"] == c).unwrap();
+    assert_eq!(by("outcore")["status"], "ok");
+    assert!(by("outcore")["iterations"].as_u64().unwrap() >= 1);
+    let peer = by("peer");
+    assert_eq!(peer["status"], "ok", "{peer}");
+    assert!(peer["wall_s"].as_f64().unwrap() > 0.0, "{peer}");
+    assert!(peer["iterations"].is_null(), "{peer}");
+    assert_eq!(
+        std::fs::read_to_string(input.join("seen")).unwrap(),
+        "bfs 0 32 0.031 2\n"
+    );
+    let broken = by("broken");
+    assert_eq!(broken["status"], "failed", "{broken}");
+    let e = broken["error"].as_str().unwrap();
+    assert!(
+        e.contains("exit status 3") && e.contains("the peer gave up"),
+        "{e}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| bfs | peer | 1/1 |"), "{report}");
+    // Refused before anything runs: an unknown placeholder, {input} for a
+    // store without one, outcore's options on a command.
+    for (bad, why) in [
+        ("{nope}", "unknown placeholder {nope}"),
+        ("{input}", "{input} has no value here"),
+    ] {
+        let text = spec_text.replace("exit 3", bad);
+        std::fs::write(&spec, text).unwrap();
+        let o = run(&[
+            "bench",
+            s(&spec),
+            "--out",
+            s(&dir.path().join("o2")),
+            "--dry-run",
+        ]);
+        assert!(!o.status.success());
+        assert!(err(&o).contains(why), "{}", err(&o));
+    }
+    // A command per algorithm: one for each row the configuration runs.
+    let broken = r#"command = ["sh", "-c", "echo the peer gave up >&2; exit 3"]"#;
+    for (table, why) in [
+        (r#"command = { bfs = ["true"] }"#, None),
+        (
+            r#"command = { wcc = ["true"] }"#,
+            Some("a command for \"wcc\", which no [[algorithm]] names"),
+        ),
+    ] {
+        std::fs::write(&spec, spec_text.replace(broken, table)).unwrap();
+        let o = run(&[
+            "bench",
+            s(&spec),
+            "--out",
+            s(&dir.path().join("o4")),
+            "--dry-run",
+        ]);
+        match why {
+            None => assert!(o.status.success(), "{}", err(&o)),
+            Some(why) => assert!(!o.status.success() && err(&o).contains(why), "{}", err(&o)),
+        }
+    }
+    let text = spec_text.replace("name = \"broken\"", "name = \"broken\"\nmrt = 2");
+    std::fs::write(&spec, text).unwrap();
+    let o = run(&[
+        "bench",
+        s(&spec),
+        "--out",
+        s(&dir.path().join("o3")),
+        "--dry-run",
+    ]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("a command takes no mrt"), "{}", err(&o));
+}
+
 fn outcore_cgroup_available() -> bool {
     outcore_bench::detect().is_ok()
 }
