@@ -551,13 +551,13 @@ impl<R: Record> ExternalSorter<R> {
         Ok(())
     }
 
-    /// Grows the buffer towards its capacity without passing it (a doubling
-    /// `Vec` would overshoot the budget by up to its size): by its length, at
-    /// least 1M records, at most to the capacity.
+    /// Grows the buffer to its capacity at once (a doubling `Vec` would
+    /// overshoot the budget by up to its size, and growing by steps copies
+    /// what is there into fresh pages at every step); pages are only touched
+    /// as records arrive.
     fn grow(&mut self) {
         let len = self.buf.len();
-        let add = len.max(1 << 20).min(self.capacity - len).max(1);
-        self.buf.reserve_exact(add);
+        self.buf.reserve_exact((self.capacity - len).max(1));
     }
 
     /// Waits for the background run, records it and returns its buffer.
@@ -598,14 +598,17 @@ impl<R: Record> ExternalSorter<R> {
             self.buf = recycled.unwrap_or_default();
             return Ok(());
         }
-        let (data, runs) = write_run(data, order, split, path, stats)?;
+        let (mut data, runs) = write_run(data, order, split, path, stats)?;
         self.add_runs(runs)?;
         if !self.halved {
+            // The first half of the buffer (its pages touched already) is the
+            // next one to fill.
             self.halved = true;
             self.capacity = (self.capacity / 2).max(1);
-        } else {
-            self.buf = data;
+            data.clear();
+            data.shrink_to(self.capacity);
         }
+        self.buf = data;
         Ok(())
     }
 
