@@ -140,11 +140,7 @@ fn bench_runs_reports_and_plots() {
     let o = run(&args);
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("bench: 9 runs"), "{}", err(&o));
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = run_lines(&out);
     assert_eq!(lines.len(), 9);
     for l in &lines {
         if l["algorithm"] != "pagerank" {
@@ -282,11 +278,7 @@ root = 0
     );
     let o = run(&args);
     assert!(o.status.success(), "{}", err(&o));
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = run_lines(&out);
     assert_eq!(lines.len(), 3);
     let by = |c: &str| lines.iter().find(|l| l["config"] == c).unwrap();
     assert_eq!(by("outcore")["status"], "ok");
@@ -308,57 +300,45 @@ root = 0
     );
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("| bfs | peer | 1/1 |"), "{report}");
-    // Refused before anything runs: an unknown placeholder, {input} for a
-    // store without one, outcore's options on a command.
-    for (bad, why) in [
-        ("{nope}", "unknown placeholder {nope}"),
-        ("{input}", "{input} has no value here"),
-    ] {
-        let text = spec_text.replace("exit 3", bad);
-        std::fs::write(&spec, text).unwrap();
-        let o = run(&[
-            "bench",
-            s(&spec),
-            "--out",
-            s(&dir.path().join("o2")),
-            "--dry-run",
-        ]);
-        assert!(!o.status.success());
-        assert!(err(&o).contains(why), "{}", err(&o));
-    }
-    // A command per algorithm: one for each row the configuration runs.
+    // Variants of the spec planned (--dry-run): accepted, or refused with
+    // `why` before anything runs.
     let broken = r#"command = ["sh", "-c", "echo the peer gave up >&2; exit 3"]"#;
-    for (table, why) in [
-        (r#"command = { bfs = ["true"] }"#, None),
+    let cases = [
+        // An unknown placeholder; {input} for a store without one.
+        ("exit 3", "{nope}", Some("unknown placeholder {nope}")),
+        ("exit 3", "{input}", Some("{input} has no value here")),
+        // A command per algorithm: one for each row the configuration runs.
+        (broken, r#"command = { bfs = ["true"] }"#, None),
         (
+            broken,
             r#"command = { wcc = ["true"] }"#,
             Some("a command for \"wcc\", which no [[algorithm]] names"),
         ),
-    ] {
-        std::fs::write(&spec, spec_text.replace(broken, table)).unwrap();
-        let o = run(&[
-            "bench",
-            s(&spec),
-            "--out",
-            s(&dir.path().join("o4")),
-            "--dry-run",
-        ]);
+        // outcore's own options on a command.
+        (
+            "name = \"broken\"",
+            "name = \"broken\"\nmrt = 2",
+            Some("a command takes no mrt"),
+        ),
+    ];
+    for (from, to, why) in cases {
+        std::fs::write(&spec, spec_text.replace(from, to)).unwrap();
+        let o2 = dir.path().join("o2");
+        let o = run(&["bench", s(&spec), "--out", s(&o2), "--dry-run"]);
         match why {
             None => assert!(o.status.success(), "{}", err(&o)),
             Some(why) => assert!(!o.status.success() && err(&o).contains(why), "{}", err(&o)),
         }
     }
-    let text = spec_text.replace("name = \"broken\"", "name = \"broken\"\nmrt = 2");
-    std::fs::write(&spec, text).unwrap();
-    let o = run(&[
-        "bench",
-        s(&spec),
-        "--out",
-        s(&dir.path().join("o3")),
-        "--dry-run",
-    ]);
-    assert!(!o.status.success());
-    assert!(err(&o).contains("a command takes no mrt"), "{}", err(&o));
+}
+
+/// The JSON lines of a bench run's `runs.jsonl` in `out`.
+fn run_lines(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn outcore_cgroup_available() -> bool {
@@ -479,11 +459,7 @@ jobs = ["bfs:root=0", "sssp:root=5"]
     let out = dir.path().join("out");
     let o = run(&["bench", s(&spec), "--out", s(&out), "--no-cgroup"]);
     assert!(o.status.success(), "{}", err(&o));
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("runs.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = run_lines(&out);
     assert_eq!(lines.len(), 3);
     let by = |c: &str| lines.iter().find(|l| l["config"] == c).unwrap();
     assert_eq!(by("shared")["command"].as_array().unwrap().len(), 1);

@@ -31,6 +31,7 @@
 
 pub mod checkpoint;
 pub mod compute;
+pub mod config;
 pub mod edges;
 pub mod error;
 pub mod ingest;

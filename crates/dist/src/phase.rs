@@ -382,44 +382,19 @@ fn scatter_parallel<P: EdgeProgram>(
     Ok(())
 }
 
-/// One thread's piece of a window (records of `rb` bytes, sources ascending).
-fn scatter_piece<P: EdgeProgram>(
+/// Calls `f(u, v, w, i)` for every edge of an active source in `data`
+/// (records of `rb` bytes, sources ascending; `i` the source's index in the
+/// partition), checking every source and target it looks at. Records come in
+/// runs of one source (a chunk is cut from the partition's out-CSR in order,
+/// and served blocks keep that order): an inactive source's run is passed
+/// over by galloping to its end, a few looks rather than one per edge.
+fn for_active_edges<P: EdgeProgram>(
     run: &PieceRun<'_, P>,
-    views: &[Option<(u64, &[AtomicU64])>],
     data: &[u8],
     rb: usize,
-) -> Result<Piece> {
-    let (prog, p, (a, b), n) = (run.prog, run.p, run.range, run.n);
-    let mut out = Piece {
-        combined: vec![0; views.len()],
-        deferred: Vec::new(),
-    };
-    let mut stage: Vec<(u32, u64)> = Vec::with_capacity(STAGE);
-    let drain = |stage: &mut Vec<(u32, u64)>, out: &mut Piece| {
-        let hint = |v: u32| {
-            if let Some((a0, acc)) = views[run.finder.of(v)] {
-                prefetch(acc, (v as u64).wrapping_sub(a0) as u32);
-            }
-        };
-        for &(v, _) in stage.iter().take(AHEAD) {
-            hint(v);
-        }
-        for k in 0..stage.len() {
-            if let Some(&(v, _)) = stage.get(k + AHEAD) {
-                hint(v);
-            }
-            let (v, x) = stage[k];
-            let q = run.finder.of(v);
-            match views[q] {
-                Some((a0, acc)) => {
-                    combine_into(prog, &acc[(v as u64 - a0) as usize], x);
-                    out.combined[q] += 1;
-                }
-                None => out.deferred.push((v, x)),
-            }
-        }
-        stage.clear();
-    };
+    mut f: impl FnMut(u32, u32, f32, usize) -> Result<()>,
+) -> Result<()> {
+    let (p, (a, b), n) = (run.p, run.range, run.n);
     let mut rest = data;
     while !rest.is_empty() {
         let u = u32_at(rest, 0);
@@ -451,20 +426,69 @@ fn scatter_piece<P: EdgeProgram>(
             } else {
                 1.0
             };
-            let x = prog.edge(run.msgs[i], u, w).ok_or_else(|| {
-                DistError::Engine(EngineError::BadEdge {
-                    program: prog.name(),
-                    u,
-                    v,
-                    w,
-                })
-            })?;
-            stage.push((v, x));
-            if stage.len() == STAGE {
-                drain(&mut stage, &mut out);
-            }
+            f(u, v, w, i)?;
         }
     }
+    Ok(())
+}
+
+/// The program's contribution along edge `(u, v, w)` with message `m`.
+fn contribution<P: EdgeProgram>(prog: &P, m: u64, u: u32, v: u32, w: f32) -> Result<u64> {
+    prog.edge(m, u, w).ok_or_else(|| {
+        DistError::Engine(EngineError::BadEdge {
+            program: prog.name(),
+            u,
+            v,
+            w,
+        })
+    })
+}
+
+/// One thread's piece of a window (records of `rb` bytes, sources ascending).
+fn scatter_piece<P: EdgeProgram>(
+    run: &PieceRun<'_, P>,
+    views: &[Option<(u64, &[AtomicU64])>],
+    data: &[u8],
+    rb: usize,
+) -> Result<Piece> {
+    let prog = run.prog;
+    let mut out = Piece {
+        combined: vec![0; views.len()],
+        deferred: Vec::new(),
+    };
+    let mut stage: Vec<(u32, u64)> = Vec::with_capacity(STAGE);
+    let drain = |stage: &mut Vec<(u32, u64)>, out: &mut Piece| {
+        let hint = |v: u32| {
+            if let Some((a0, acc)) = views[run.finder.of(v)] {
+                prefetch(acc, (v as u64).wrapping_sub(a0) as u32);
+            }
+        };
+        for &(v, _) in stage.iter().take(AHEAD) {
+            hint(v);
+        }
+        for k in 0..stage.len() {
+            if let Some(&(v, _)) = stage.get(k + AHEAD) {
+                hint(v);
+            }
+            let (v, x) = stage[k];
+            let q = run.finder.of(v);
+            match views[q] {
+                Some((a0, acc)) => {
+                    combine_into(prog, &acc[(v as u64 - a0) as usize], x);
+                    out.combined[q] += 1;
+                }
+                None => out.deferred.push((v, x)),
+            }
+        }
+        stage.clear();
+    };
+    for_active_edges(run, data, rb, |u, v, w, i| {
+        stage.push((v, contribution(prog, run.msgs[i], u, v, w)?));
+        if stage.len() == STAGE {
+            drain(&mut stage, &mut out);
+        }
+        Ok(())
+    })?;
     drain(&mut stage, &mut out);
     Ok(out)
 }
@@ -520,79 +544,36 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
                 data.len()
             )));
         }
+        let run = PieceRun {
+            prog,
+            p,
+            range: (a, b),
+            n,
+            act,
+            msgs: &msgs,
+            weighted,
+            finder: &finder,
+        };
         if let Some(pool) = sc.pool {
             if !prog.reads_destination() && data.len() / rb >= PAR_MIN_RECORDS {
-                let run = PieceRun {
-                    prog,
-                    p,
-                    range: (a, b),
-                    n,
-                    act,
-                    msgs: &msgs,
-                    weighted,
-                    finder: &finder,
-                };
                 scatter_parallel(ctx, sc, pool, &run, data, rb)?;
                 ctx.stats.edges_processed += (data.len() / rb) as u64;
                 return Ok(());
             }
         }
-        // Records come in runs of one source, sources ascending (a chunk is
-        // cut from the partition's out-CSR in order, and served blocks keep
-        // that order): an inactive source's run is passed over by galloping
-        // to its end, a few looks rather than one per edge. The active
-        // edges' updates are staged, so that their targets' accumulators
-        // are hinted into the cache AHEAD updates before they are combined,
-        // across runs.
-        let mut rest = data;
-        while !rest.is_empty() {
-            let u = u32_at(rest, 0);
-            if (u as u64) < a || u as u64 >= b {
-                return Err(DistError::Layout(format!(
-                    "an edge chunk of partition {p} (vertices {a}..{b}) holds an edge from {u}: the layout is damaged"
-                )));
+        // The active edges' updates are staged, so that their targets'
+        // accumulators are hinted into the cache AHEAD updates before they
+        // are combined, across runs.
+        for_active_edges(&run, data, rb, |u, v, w, i| {
+            if prog.reads_destination() {
+                return sc.push_edge(ctx, finder.of(v), v, u, w, msgs[i]);
             }
-            let i = (u as u64 - a) as usize;
-            if !act[i] {
-                rest = &rest[rb * run_end(rest, rb, u)..];
-                continue;
+            stage.push((v, contribution(prog, msgs[i], u, v, w)?));
+            if stage.len() == STAGE {
+                sc.drain(ctx, prog, &finder, &mut stage)?;
             }
-            let mut len = 0;
-            while len < rest.len() && u32_at(&rest[len..], 0) == u {
-                len += rb;
-            }
-            let (run, tail) = rest.split_at(len);
-            rest = tail;
-            for r in run.chunks_exact(rb) {
-                let v = u32_at(r, 1);
-                if v as u64 >= n {
-                    return Err(DistError::Layout(format!(
-                        "an edge chunk of partition {p} holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
-                    )));
-                }
-                let w = if weighted {
-                    f32::from_bits(u32_at(r, 2))
-                } else {
-                    1.0
-                };
-                if prog.reads_destination() {
-                    sc.push_edge(ctx, finder.of(v), v, u, w, msgs[i])?;
-                    continue;
-                }
-                let x = prog.edge(msgs[i], u, w).ok_or_else(|| {
-                    DistError::Engine(EngineError::BadEdge {
-                        program: prog.name(),
-                        u,
-                        v,
-                        w,
-                    })
-                })?;
-                stage.push((v, x));
-                if stage.len() == STAGE {
-                    sc.drain(ctx, prog, &finder, &mut stage)?;
-                }
-            }
-        }
+            Ok(())
+        })?;
         sc.drain(ctx, prog, &finder, &mut stage)?;
         ctx.stats.edges_processed += (data.len() / rb) as u64;
         Ok(())

@@ -59,6 +59,28 @@ fn same(a: &Output, b: &Output, what: &str) {
     }
 }
 
+/// Runs `algo` on the streaming engine over `store` and on 2 ranks over the
+/// layout `dir` with `cfg`; asserts the same answer and summary and returns
+/// the distributed run and each rank's statistics.
+fn agrees(
+    store: &Store,
+    dir: &Path,
+    algo: Algo,
+    p: &Params,
+    cfg: &DistConfig,
+    what: &str,
+) -> Vec<(outcore_algos::Run, RankStats)> {
+    let mut e = StreamEngine::new(store, StreamConfig::default()).unwrap();
+    let want = run(&mut e, algo, p).unwrap();
+    let res: Vec<_> = dist_try(dir, 2, algo, p, cfg)
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
+        .collect();
+    same(&res[0].0.output, &want.output, what);
+    assert_eq!(res[0].0.summary, want.summary, "{what}");
+    res
+}
+
 /// Ingests `input` over `ranks` threads into `dir`.
 fn dist_ingest(
     input: &Path,
@@ -627,15 +649,8 @@ fn chunks_without_an_active_source_are_passed_over() {
                 iterations,
                 ..Default::default()
             };
-            let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
-            let want = run(&mut e, algo, &p).unwrap();
             let what = format!("{} (chunks with sources {expect_skips})", algo.name());
-            let res: Vec<_> = dist_try(dir, 2, algo, &p, &DistConfig::new(64 << 20))
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
-                .collect();
-            same(&res[0].0.output, &want.output, &what);
-            assert_eq!(res[0].0.summary, want.summary, "{what}");
+            let res = agrees(&store, dir, algo, &p, &DistConfig::new(64 << 20), &what);
             let skipped: u64 = res.iter().map(|r| r.1.storage.edge_chunks_skipped).sum();
             let served: u64 = res.iter().map(|r| r.1.storage.edge_chunks_served).sum();
             let iterations = res[0].0.iterations;
@@ -726,15 +741,8 @@ fn only_blocks_with_an_active_source_are_read() {
                 iterations,
                 ..Default::default()
             };
-            let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
-            let want = run(&mut e, algo, &p).unwrap();
             let what = format!("{} (block index {indexed})", algo.name());
-            let res: Vec<_> = dist_try(dir, 2, algo, &p, &DistConfig::new(64 << 20))
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
-                .collect();
-            same(&res[0].0.output, &want.output, &what);
-            assert_eq!(res[0].0.summary, want.summary, "{what}");
+            let res = agrees(&store, dir, algo, &p, &DistConfig::new(64 << 20), &what);
             let skipped: u64 = res.iter().map(|r| r.1.storage.edge_blocks_skipped).sum();
             let edges: u64 = res.iter().map(|r| r.1.edges_processed).sum();
             let all = store.edges() * res[0].0.iterations;
@@ -822,8 +830,6 @@ fn the_scatter_on_several_threads_gives_the_same_answers() {
             iterations,
             ..Default::default()
         };
-        let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
-        let want = run(&mut e, algo, &p).unwrap();
         for threads in [1, 3] {
             for resident in [None, Some(0)] {
                 let what = format!("{} threads {threads} resident {resident:?}", algo.name());
@@ -832,12 +838,7 @@ fn the_scatter_on_several_threads_gives_the_same_answers() {
                     resident_bytes: resident,
                     ..DistConfig::new(64 << 20)
                 };
-                let res: Vec<_> = dist_try(&dir, 2, algo, &p, &cfg)
-                    .into_iter()
-                    .map(|r| r.unwrap_or_else(|e| panic!("{what}: {e}")))
-                    .collect();
-                same(&res[0].0.output, &want.output, &what);
-                assert_eq!(res[0].0.summary, want.summary, "{what}");
+                let res = agrees(&store, &dir, algo, &p, &cfg, &what);
                 assert!(res.iter().all(|r| r.1.threads == threads), "{what}");
                 let combined: u64 = res.iter().map(|r| r.1.updates_combined).sum();
                 assert_eq!(combined > 0, resident.is_none(), "{what}");
