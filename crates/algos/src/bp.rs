@@ -58,29 +58,37 @@ impl EdgeProgram for Bp {
     /// `[x_v, e_v]`: the centred belief and prior.
     type V = [f64; 2];
     type Out = f64;
+    #[inline]
     fn name(&self) -> &'static str {
         "bp"
     }
+    #[inline]
     fn all_active(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, agg: &mut Aggregates) -> ([f64; 2], bool) {
         let e = bp_prior(v, self.seed);
         agg[0] += e.abs();
         ([e, e], true)
     }
+    #[inline]
     fn message(&self, val: &[f64; 2], _: u32) -> u64 {
         (2.0 * self.coupling * val[0]).to_bits()
     }
+    #[inline]
     fn identity(&self) -> u64 {
         0f64.to_bits()
     }
+    #[inline]
     fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
         Some(msg)
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         crate::programs::add_f64(a, b)
     }
+    #[inline]
     fn apply(
         &self,
         _: &Globals,
@@ -96,9 +104,11 @@ impl EdgeProgram for Bp {
         val[0] = next;
         true
     }
+    #[inline]
     fn proceed(&self, done: u64, agg: &Aggregates, _: u64) -> bool {
         done == 0 || (done < self.iterations && agg[0] > self.tolerance)
     }
+    #[inline]
     fn output(&self, val: &[f64; 2]) -> f64 {
         0.5 + val[0]
     }

@@ -196,18 +196,23 @@ impl Mcst {
 impl EdgeProgram for Mcst {
     type V = MstVertex;
     type Out = u64;
+    #[inline]
     fn name(&self) -> &'static str {
         "mcst"
     }
+    #[inline]
     fn weighted(&self) -> bool {
         true
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn reads_destination(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, agg: &mut Aggregates) -> (MstVertex, bool) {
         let mut x = MstVertex {
             id: v,
@@ -220,6 +225,7 @@ impl EdgeProgram for Mcst {
         let sends = Self::switch(&mut x, agg);
         (x, sends)
     }
+    #[inline]
     fn message(&self, val: &MstVertex, _: u32) -> u64 {
         if val.flags & SENDS == 0 {
             return 0;
@@ -233,13 +239,16 @@ impl EdgeProgram for Mcst {
             _ => msg(val.tok_parent, val.tok_pw),
         }
     }
+    #[inline]
     fn identity(&self) -> u64 {
         u64::MAX
     }
+    #[inline]
     fn edge(&self, _: u64, _: u32, _: f32) -> Option<u64> {
         // Every engine that runs this program calls `edge_to`.
         Some(u64::MAX)
     }
+    #[inline]
     fn edge_to(&self, m: u64, u: u32, w: f32, dst: &MstVertex) -> Option<u64> {
         let tag = ((m >> 32) - 1) as u32;
         let lo = m as u32;
@@ -260,9 +269,11 @@ impl EdgeProgram for Mcst {
             _ => u64::MAX,
         })
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    #[inline]
     fn apply(
         &self,
         g: &Globals,
@@ -330,10 +341,12 @@ impl EdgeProgram for Mcst {
             _ => Self::set(val, ph, false, agg),
         }
     }
+    #[inline]
     fn proceed(&self, done: u64, agg: &Aggregates, _: u64) -> bool {
         agg[LEFT] > 0.0 && self.cap.is_none_or(|k| done < k)
     }
     /// `weight bits << 32 | parent`; `u64::MAX` for a tree's root.
+    #[inline]
     fn output(&self, val: &MstVertex) -> u64 {
         if val.parent == NONE {
             u64::MAX

@@ -56,18 +56,23 @@ pub struct Bfs {
 impl EdgeProgram for Bfs {
     type V = u64;
     type Out = u64;
+    #[inline]
     fn name(&self) -> &'static str {
         "bfs"
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn narrow_messages(&self) -> bool {
         true
     }
+    #[inline]
     fn idle_without_messages(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         if v == self.root {
             (v as u64, true)
@@ -75,31 +80,40 @@ impl EdgeProgram for Bfs {
             (u64::MAX, false)
         }
     }
+    #[inline]
     fn message(&self, val: &u64, _: u32) -> u64 {
         *val >> 32
     }
+    #[inline]
     fn identity(&self) -> u64 {
         u64::MAX
     }
+    #[inline]
     fn edge(&self, depth: u64, u: u32, _: f32) -> Option<u64> {
         Some(((depth + 1) << 32) | u as u64)
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    #[inline]
     fn relaxes(&self) -> bool {
         true
     }
+    #[inline]
     fn improves(&self, old: u64, new: u64) -> bool {
         // Activated only when the depth drops, not when only the parent does.
         new >> 32 < old >> 32
     }
+    #[inline]
     fn apply(&self, _: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
         relax_apply(self, val, acc)
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
     }
+    #[inline]
     fn output(&self, val: &u64) -> u64 {
         *val
     }
@@ -114,21 +128,27 @@ pub struct Sssp {
 impl EdgeProgram for Sssp {
     type V = u64;
     type Out = u64;
+    #[inline]
     fn name(&self) -> &'static str {
         "sssp"
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn narrow_messages(&self) -> bool {
         true
     }
+    #[inline]
     fn idle_without_messages(&self) -> bool {
         true
     }
+    #[inline]
     fn weighted(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         if v == self.root {
             (v as u64, true)
@@ -136,12 +156,15 @@ impl EdgeProgram for Sssp {
             (u64::MAX, false)
         }
     }
+    #[inline]
     fn message(&self, val: &u64, _: u32) -> u64 {
         *val >> 32
     }
+    #[inline]
     fn identity(&self) -> u64 {
         u64::MAX
     }
+    #[inline]
     fn edge(&self, dist: u64, u: u32, w: f32) -> Option<u64> {
         if w < 0.0 || w.is_nan() {
             return None;
@@ -149,22 +172,28 @@ impl EdgeProgram for Sssp {
         let d = f32::from_bits(dist as u32) + w;
         Some(((d.to_bits() as u64) << 32) | u as u64)
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    #[inline]
     fn relaxes(&self) -> bool {
         true
     }
+    #[inline]
     fn improves(&self, old: u64, new: u64) -> bool {
         // Activated only when the distance drops, not when only the parent does.
         new >> 32 < old >> 32
     }
+    #[inline]
     fn apply(&self, _: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
         relax_apply(self, val, acc)
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
     }
+    #[inline]
     fn output(&self, val: &u64) -> u64 {
         *val
     }
@@ -181,45 +210,59 @@ pub struct WccLp {
 impl EdgeProgram for WccLp {
     type V = u32;
     type Out = u32;
+    #[inline]
     fn name(&self) -> &'static str {
         "wcc-lp"
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn relaxes(&self) -> bool {
         true
     }
+    #[inline]
     fn both_directions(&self) -> bool {
         self.both_directions
     }
+    #[inline]
     fn narrow_messages(&self) -> bool {
         true
     }
+    #[inline]
     fn idle_without_messages(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u32, bool) {
         (v, true)
     }
+    #[inline]
     fn message(&self, val: &u32, _: u32) -> u64 {
         *val as u64
     }
+    #[inline]
     fn identity(&self) -> u64 {
         u64::MAX
     }
+    #[inline]
     fn edge(&self, label: u64, _: u32, _: f32) -> Option<u64> {
         Some(label)
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    #[inline]
     fn apply(&self, _: &Globals, val: &mut u32, acc: u64, _: u32, _: &mut Aggregates) -> bool {
         relax_apply(self, val, acc)
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
     }
+    #[inline]
     fn output(&self, val: &u32) -> u32 {
         *val
     }
@@ -235,12 +278,15 @@ pub struct PageRank {
 impl EdgeProgram for PageRank {
     type V = f64;
     type Out = f64;
+    #[inline]
     fn name(&self) -> &'static str {
         "pagerank"
     }
+    #[inline]
     fn all_active(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, _: u32, deg: u32, agg: &mut Aggregates) -> (f64, bool) {
         let x = 1.0 / self.n as f64;
         if deg == 0 {
@@ -248,6 +294,7 @@ impl EdgeProgram for PageRank {
         }
         (x, true)
     }
+    #[inline]
     fn message(&self, val: &f64, deg: u32) -> u64 {
         if deg == 0 {
             0f64.to_bits()
@@ -255,15 +302,19 @@ impl EdgeProgram for PageRank {
             (val / deg as f64).to_bits()
         }
     }
+    #[inline]
     fn identity(&self) -> u64 {
         0f64.to_bits()
     }
+    #[inline]
     fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
         Some(msg)
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         add_f64(a, b)
     }
+    #[inline]
     fn apply(&self, g: &Globals, val: &mut f64, acc: u64, deg: u32, agg: &mut Aggregates) -> bool {
         let n = self.n as f64;
         let d = self.damping;
@@ -274,9 +325,11 @@ impl EdgeProgram for PageRank {
         }
         true
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, _: u64) -> bool {
         done < self.iterations
     }
+    #[inline]
     fn output(&self, val: &f64) -> f64 {
         *val
     }
@@ -324,9 +377,11 @@ impl PageRankDelta {
 impl EdgeProgram for PageRankDelta {
     type V = Delta;
     type Out = f64;
+    #[inline]
     fn name(&self) -> &'static str {
         "pagerank-delta"
     }
+    #[inline]
     fn init(&self, _: u32, deg: u32, agg: &mut Aggregates) -> (Delta, bool) {
         let mut x = Delta {
             rank: 0.0,
@@ -339,18 +394,23 @@ impl EdgeProgram for PageRankDelta {
         let act = self.push(&mut x, deg, agg);
         (x, act)
     }
+    #[inline]
     fn message(&self, val: &Delta, _: u32) -> u64 {
         val.push.to_bits()
     }
+    #[inline]
     fn identity(&self) -> u64 {
         0f64.to_bits()
     }
+    #[inline]
     fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
         Some((self.damping * f64::from_bits(msg)).to_bits())
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         add_f64(a, b)
     }
+    #[inline]
     fn apply(&self, g: &Globals, x: &mut Delta, acc: u64, deg: u32, agg: &mut Aggregates) -> bool {
         x.resid += f64::from_bits(acc);
         if g.prev[0] > 0.0 {
@@ -362,9 +422,11 @@ impl EdgeProgram for PageRankDelta {
         }
         self.push(x, deg, agg)
     }
+    #[inline]
     fn proceed(&self, done: u64, agg: &Aggregates, _: u64) -> bool {
         agg[1] > 0.0 && self.cap.is_none_or(|k| done < k)
     }
+    #[inline]
     fn output(&self, x: &Delta) -> f64 {
         x.rank + x.resid
     }
@@ -378,43 +440,56 @@ pub struct Spmv {
 impl EdgeProgram for Spmv {
     type V = f64;
     type Out = f64;
+    #[inline]
     fn name(&self) -> &'static str {
         "spmv"
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn message_from_value(&self) -> bool {
         true
     }
+    #[inline]
     fn weighted(&self) -> bool {
         true
     }
+    #[inline]
     fn all_active(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, _: u32, _: u32, _: &mut Aggregates) -> (f64, bool) {
         (1.0, true)
     }
+    #[inline]
     fn message(&self, val: &f64, _: u32) -> u64 {
         val.to_bits()
     }
+    #[inline]
     fn identity(&self) -> u64 {
         0f64.to_bits()
     }
+    #[inline]
     fn edge(&self, msg: u64, _: u32, w: f32) -> Option<u64> {
         Some((w as f64 * f64::from_bits(msg)).to_bits())
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         add_f64(a, b)
     }
+    #[inline]
     fn apply(&self, _: &Globals, val: &mut f64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
         *val = f64::from_bits(acc);
         true
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, _: u64) -> bool {
         done < self.iterations
     }
+    #[inline]
     fn output(&self, val: &f64) -> f64 {
         *val
     }
@@ -456,17 +531,21 @@ impl MisGas {
 impl EdgeProgram for MisGas {
     type V = u64;
     type Out = u32;
+    #[inline]
     fn name(&self) -> &'static str {
         "mis-gas"
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         (MIS_SENDS | mis_key(v, 1, self.seed), true)
     }
     /// Members send 1 (remove), undecided vertices their key + 2 (select);
     /// a vertex that does not send has message 0.
+    #[inline]
     fn message(&self, val: &u64, _: u32) -> u64 {
         if val & MIS_SENDS == 0 {
             0
@@ -476,15 +555,19 @@ impl EdgeProgram for MisGas {
             (val & MIS_KEY) + 2
         }
     }
+    #[inline]
     fn identity(&self) -> u64 {
         u64::MAX
     }
+    #[inline]
     fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
         Some(msg)
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    #[inline]
     fn apply(&self, g: &Globals, val: &mut u64, acc: u64, _: u32, _: &mut Aggregates) -> bool {
         let (state, key) = (*val >> 62, *val & MIS_KEY);
         if state != 0 {
@@ -502,9 +585,11 @@ impl EdgeProgram for MisGas {
             Self::set(val, 0, true, mis_key(v, g.iteration / 2 + 1, self.seed))
         }
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, active: u64) -> bool {
         active > 0 && self.cap.is_none_or(|k| done < k)
     }
+    #[inline]
     fn output(&self, val: &u64) -> u32 {
         (val >> 62 == MIS_IN) as u32
     }
@@ -532,37 +617,47 @@ const LOW: u64 = 0xffff_ffff;
 impl EdgeProgram for Conductance {
     type V = u64;
     type Out = u64;
+    #[inline]
     fn name(&self) -> &'static str {
         "conductance"
     }
+    #[inline]
     fn all_active(&self) -> bool {
         true
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         ((conductance_side(v, self.seed) as u64) << 63, true)
     }
+    #[inline]
     fn message(&self, val: &u64, _: u32) -> u64 {
         val >> 63
     }
+    #[inline]
     fn identity(&self) -> u64 {
         0
     }
     /// Counts in-edges from `S` in the high half, from the rest in the low half.
+    #[inline]
     fn edge(&self, msg: u64, _: u32, _: f32) -> Option<u64> {
         Some(if msg == 1 { 1 << 32 } else { 1 })
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.wrapping_add(b)
     }
+    #[inline]
     fn apply(&self, _: &Globals, val: &mut u64, acc: u64, d: u32, _: &mut Aggregates) -> bool {
         let side = *val >> 63;
         let other = if side == 1 { acc & LOW } else { acc >> 32 };
         *val = (side << 63) | ((d as u64 & 0x7fff_ffff) << 32) | (other & LOW);
         true
     }
+    #[inline]
     fn proceed(&self, done: u64, _: &Aggregates, _: u64) -> bool {
         done < 1
     }
+    #[inline]
     fn output(&self, val: &u64) -> u64 {
         *val
     }

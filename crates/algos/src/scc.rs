@@ -83,19 +83,24 @@ impl Scc {
 impl EdgeProgram for Scc {
     type V = SccVertex;
     type Out = u32;
+    #[inline]
     fn name(&self) -> &'static str {
         "scc"
     }
     /// The weight's sign tells a reverse edge; the weight itself is not used.
+    #[inline]
     fn weighted(&self) -> bool {
         true
     }
+    #[inline]
     fn uses_degrees(&self) -> bool {
         false
     }
+    #[inline]
     fn bytes_per_vertex(&self) -> u64 {
         12 + 20
     }
+    #[inline]
     fn init(&self, v: u32, _: u32, agg: &mut Aggregates) -> (SccVertex, bool) {
         let mut x = SccVertex {
             id: v,
@@ -105,6 +110,7 @@ impl EdgeProgram for Scc {
         (x, sends)
     }
     /// Forward: colour + 1; backward: `MARK | colour + 1`; 0 when silent.
+    #[inline]
     fn message(&self, val: &SccVertex, _: u32) -> u64 {
         if val.flags & SENDS == 0 {
             0
@@ -114,10 +120,12 @@ impl EdgeProgram for Scc {
             val.colour as u64 + 1
         }
     }
+    #[inline]
     fn identity(&self) -> u64 {
         u64::MAX
     }
     /// Colours travel along forward edges, marks along reverse ones.
+    #[inline]
     fn edge(&self, msg: u64, _: u32, w: f32) -> Option<u64> {
         let colour = (msg & 0xffff_ffff) - 1;
         let reverse = w.is_sign_negative();
@@ -127,9 +135,11 @@ impl EdgeProgram for Scc {
             _ => u64::MAX,
         })
     }
+    #[inline]
     fn combine(&self, a: u64, b: u64) -> u64 {
         a.min(b)
     }
+    #[inline]
     fn apply(
         &self,
         g: &Globals,
@@ -168,9 +178,11 @@ impl EdgeProgram for Scc {
             Self::set(val, colour, phase, agg)
         }
     }
+    #[inline]
     fn proceed(&self, done: u64, agg: &Aggregates, _: u64) -> bool {
         (agg[CHANGED] > 0.0 || agg[LEFT] > 0.0) && self.cap.is_none_or(|k| done < k)
     }
+    #[inline]
     fn output(&self, val: &SccVertex) -> u32 {
         val.colour
     }

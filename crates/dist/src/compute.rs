@@ -741,11 +741,20 @@ fn compute<P: EdgeProgram>(
                 .map(|q| {
                     resident[q as usize].then(|| {
                         let (a, b) = plan.range(q);
-                        (a, vec![prog.identity(); (b - a) as usize], 0)
+                        (
+                            a,
+                            outcore_io::huge_filled((b - a) as usize, prog.identity()),
+                            0,
+                        )
                     })
                 })
                 .collect(),
         };
+        // A rank that masters one partition keeps its vertex data from the
+        // scatter to the gather (nothing changes it in between; the gather
+        // holds it beside the accumulators in any case), instead of loading
+        // it twice per iteration.
+        let mut kept_part = None;
         for &p in &mine {
             let part = load(ctx, prog, p, degrees, None)?;
             let act = active_of(prog, &part, it);
@@ -763,6 +772,9 @@ fn compute<P: EdgeProgram>(
             let r = scatter_part(ctx, prog, p, &part, &act, &mut sc, true);
             ctx.board.lock().expect("board").close();
             r?;
+            if mine.len() == 1 {
+                kept_part = Some(part);
+            }
         }
         help(ctx, phase, &mut |ctx, p| {
             let part = load(ctx, prog, p, degrees, None)?;
@@ -803,14 +815,15 @@ fn compute<P: EdgeProgram>(
             // The values are loaded before the gather when its edges read
             // them, otherwise after it: then, for a program that an absent
             // message leaves alone, only the vertex chunks a message reached.
-            let part = match prog.reads_destination() {
-                true => Some(load(ctx, prog, p, degrees, None)?),
-                false => None,
+            let part = match (kept_part.take(), prog.reads_destination()) {
+                (Some(part), _) => Some(part),
+                (None, true) => Some(load(ctx, prog, p, degrees, None)?),
+                (None, false) => None,
             };
             let cnt = plan.range(p).1 as usize - plan.range(p).0 as usize;
             let mut acc = match local {
                 Some((_, acc, _)) => acc,
-                None => vec![prog.identity(); cnt],
+                None => outcore_io::huge_filled(cnt, prog.identity()),
             };
             // A helper sends its accumulators back (and reads the values first
             // when the edges read them).
@@ -880,7 +893,7 @@ fn compute<P: EdgeProgram>(
         }
         help(ctx, phase, &mut |ctx, p| {
             let (a, b) = plan.range(p);
-            let mut acc = vec![prog.identity(); (b - a) as usize];
+            let mut acc = outcore_io::huge_filled((b - a) as usize, prog.identity());
             let part = match prog.reads_destination() {
                 true => Some(load(ctx, prog, p, false, None)?),
                 false => None,

@@ -11,7 +11,7 @@ use crate::layout::PartitionFinder;
 use crate::storage::{self, header, u32_at, ActiveFilter};
 use bytemuck::Zeroable;
 use outcore_engine::program::EdgeProgram;
-use outcore_engine::stream::{prefetch, AHEAD};
+use outcore_engine::stream::prefetch;
 use outcore_engine::EngineError;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -183,7 +183,14 @@ impl Scatter<'_> {
                 self.prefetch(finder.of(v), v);
             }
             let (v, x) = stage[k];
-            self.push(ctx, prog, finder.of(v), v, x)?;
+            let q = finder.of(v);
+            if let Some((a, acc, n)) = &mut self.resident[q] {
+                let i = (v as u64 - *a) as usize;
+                acc[i] = prog.combine(acc[i], x);
+                *n += 1;
+                continue;
+            }
+            self.push(ctx, prog, q, v, x)?;
         }
         stage.clear();
         Ok(())
@@ -236,6 +243,11 @@ impl Scatter<'_> {
         ctx.put(to, bin, limit)
     }
 }
+
+/// Updates between hinting an accumulator into the cache and combining into
+/// it (96 against the streaming engine's 32: 5% less scatter time on one rank,
+/// Kronecker 20 bfs, where the accumulators are 8 MiB).
+const AHEAD: usize = 96;
 
 /// Updates staged before they are combined (their accumulators hinted AHEAD).
 const STAGE: usize = 1024;

@@ -20,6 +20,7 @@ pub mod calibrate;
 pub mod cancel;
 pub mod fault;
 mod file;
+mod huge;
 mod lock;
 mod scratch;
 mod sink;
@@ -32,6 +33,7 @@ pub use file::{
     direct_write_buffer, set_direct_write_buffer, sync_dir, AlignedBuf, InFile, OutFile, ReadMode,
     SeqReader, ALIGN,
 };
+pub use huge::{advise_huge, huge_filled, huge_zeroed};
 pub use lock::NameLock;
 pub use scratch::ScratchFile;
 pub use sink::ResultFile;

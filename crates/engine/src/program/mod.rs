@@ -48,6 +48,7 @@ pub struct Sums {
 }
 
 impl Sums {
+    #[inline]
     fn add_one(&mut self, i: usize, x: f64) {
         let s = self.sum[i];
         let t = s + x;
@@ -58,6 +59,7 @@ impl Sums {
         };
         self.sum[i] = t;
     }
+    #[inline]
     pub fn add(&mut self, a: &Aggregates) {
         for (i, &x) in a.iter().enumerate() {
             if x != 0.0 {

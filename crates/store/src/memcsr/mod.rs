@@ -148,30 +148,7 @@ impl<A> Scatter<A> {
     }
 }
 
-/// A zeroed vector of `len` elements whose pages are asked to be transparent huge
-/// pages: the scatter's random writes then miss the TLB far less and fault 512
-/// times less often. Only advice: without THP it is an ordinary vector.
-pub(crate) fn huge_zeroed<T: bytemuck::Zeroable + Clone>(len: usize) -> Vec<T> {
-    let mut v: Vec<T> = bytemuck::zeroed_vec(len);
-    advise_huge(&mut v);
-    v
-}
-
-/// Advises transparent huge pages for the whole 2 MiB pages inside `v`.
-pub(crate) fn advise_huge<T>(v: &mut [T]) {
-    const HUGE: usize = 2 << 20;
-    let start = v.as_mut_ptr() as usize;
-    let end = start + std::mem::size_of_val(v);
-    let a = start.div_ceil(HUGE) * HUGE;
-    let b = end / HUGE * HUGE;
-    if b > a {
-        // SAFETY: [a, b) lies inside `v`'s allocation, which we borrow mutably;
-        // MADV_HUGEPAGE changes neither the contents nor the mapping's validity.
-        unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
-        }
-    }
-}
+pub(crate) use outcore_io::huge_zeroed;
 
 /// Vertex ranges, per-range first slots per target, in-edge offsets.
 type TargetCounts = (Vec<(usize, usize)>, Vec<Vec<u32>>, Vec<u64>);
