@@ -12,7 +12,7 @@
 use crate::checkpoint::Record;
 use crate::compute::{Ctx, RankStats};
 use crate::error::{DistError, Result};
-use crate::layout::{RankManifest, Rng};
+use crate::layout::{runs, RankManifest, Rng};
 use crate::storage::{self, header, u32_at};
 use crate::transport::{self, Transport};
 use crate::TAG_REQ;
@@ -41,31 +41,32 @@ impl EdgePasses<'_> {
         let phase = FIRST_PASS_PHASE + self.pass.get();
         self.pass.set(self.pass.get() + 1);
         let plan = ctx.plan;
-        let rb = plan.record_bytes() as usize;
+        let tb = plan.target_bytes();
         let weighted = plan.weighted && weights;
         let n = plan.vertices;
         for p in 0..plan.partitions {
             let (a, b) = plan.range(p);
             ctx.stream(storage::GET_EDGES, p, phase, &[], &mut |_, data| {
-                if !data.len().is_multiple_of(rb) {
-                    return Err(DistError::Layout(format!(
-                        "an edge chunk of partition {p} holds {} bytes, not whole records",
-                        data.len()
-                    )));
-                }
-                for r in data.chunks_exact(rb) {
-                    let (u, v) = (u32_at(r, 0), u32_at(r, 1));
-                    if (u as u64) < a || u as u64 >= b || v as u64 >= n {
-                        return Err(DistError::Layout(format!(
-                            "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a layout with {n} vertices: the layout is damaged"
-                        )));
+                for r in runs(data, tb) {
+                    let (u, targets) = r.map_err(|e| {
+                        DistError::Layout(format!(
+                            "an edge chunk of partition {p}: {e}: the layout is damaged"
+                        ))
+                    })?;
+                    for t in targets.chunks_exact(tb) {
+                        let v = u32_at(t, 0);
+                        if (u as u64) < a || u as u64 >= b || v as u64 >= n {
+                            return Err(DistError::Layout(format!(
+                                "an edge chunk of partition {p} (vertices {a}..{b}) holds edge ({u}, {v}) of a layout with {n} vertices: the layout is damaged"
+                            )));
+                        }
+                        let w = if weighted {
+                            f32::from_bits(u32_at(t, 1))
+                        } else {
+                            1.0
+                        };
+                        f(u, v, w);
                     }
-                    let w = if weighted {
-                        f32::from_bits(u32_at(r, 2))
-                    } else {
-                        1.0
-                    };
-                    f(u, v, w);
                 }
                 Ok(())
             })?;

@@ -13,8 +13,8 @@
 
 use crate::error::{DistError, Result};
 use crate::layout::{
-    partitions_for, rank_dir, DegreeChunk, EdgeChunk, Plan, RankManifest, Rng, BLOCK_RECORDS,
-    FORMAT, MANIFEST, VERSION,
+    partitions_for, rank_dir, ChunkEncoder, DegreeChunk, EdgeChunk, Plan, RankManifest, Rng,
+    BLOCK_RECORDS, FORMAT, MANIFEST, MAX_BLOCK_RECORDS, RUN_HEADER, VERSION,
 };
 use crate::storage::u32_at;
 use crate::transport::{self, Transport};
@@ -46,7 +46,8 @@ pub struct DistIngestOptions {
     pub vertex_chunk: u64,
     /// Partitions (0: the smallest multiple of the rank count that fits).
     pub partitions: u32,
-    /// Records per block of a chunk's block index (0: [`BLOCK_RECORDS`]).
+    /// Edges per block of a chunk's block index (0: [`BLOCK_RECORDS`]; at
+    /// most [`crate::layout::MAX_BLOCK_RECORDS`]).
     pub block_records: u32,
     /// Seeds the chunk placement.
     pub seed: u64,
@@ -113,12 +114,7 @@ pub fn ingest(
         .map_err(|e| DistError::Protocol(format!("rank 0 sent a plan that does not parse: {e}")))?;
     // 4. Rank 0 sends the chunks; every rank writes what it receives.
     let io = IoStats::new();
-    let blocks = if opts.block_records > 0 {
-        opts.block_records
-    } else {
-        BLOCK_RECORDS
-    };
-    let mut rx = Receiver::new(&rd, rank, &plan, blocks, io.clone())?;
+    let mut rx = Receiver::new(&rd, rank, &plan, block_records(opts), io.clone())?;
     let sent = match &store {
         Some((s, _, ids)) => send_all(t, s, ids.as_deref(), &plan, opts, &mut rx),
         None => receive_all(t, &mut rx, &mut idle),
@@ -207,7 +203,8 @@ fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<(Plan, Op
         partitions_for(n, ranks, HEAVIEST_BYTES_PER_VERTEX, opts.memory / 2)
     };
     let partition_vertices = n.div_ceil(partitions as u64).max(1);
-    let record = if s.weighted() { 12 } else { 8 };
+    // A chunk holds at least one run of one edge.
+    let record = RUN_HEADER as u64 + if s.weighted() { 8 } else { 4 };
     if opts.chunk_bytes < record {
         return Err(DistError::Invalid(format!(
             "--chunk-size {} holds no edge",
@@ -243,7 +240,7 @@ fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<(Plan, Op
         } else {
             1 << 16
         },
-        chunk_bytes: opts.chunk_bytes / record * record,
+        chunk_bytes: opts.chunk_bytes,
         id_base,
         remapped: ids.is_some(),
         idmap_crc,
@@ -262,8 +259,8 @@ struct Receiver {
     edge_chunks: Vec<EdgeChunk>,
     degree_chunks: Vec<DegreeChunk>,
     io: std::sync::Arc<IoStats>,
-    /// Bytes of one edge record.
-    record: usize,
+    /// Bytes of one target in a run.
+    target: usize,
     /// Records per block of a chunk's index.
     block_records: u32,
 }
@@ -292,7 +289,7 @@ impl Receiver {
             edge_chunks: Vec::new(),
             degree_chunks: Vec::new(),
             io,
-            record: plan.record_bytes() as usize,
+            target: plan.target_bytes(),
             block_records,
         })
     }
@@ -300,17 +297,18 @@ impl Receiver {
     fn take(&mut self, kind: u32, part: u32, chunk: u32, data: &[u8]) -> Result<()> {
         match kind {
             EDGES => {
-                // The computation engines find a source's run by bisecting.
-                if !data
-                    .chunks_exact(self.record)
-                    .map(|r| u32_at(r, 0))
-                    .is_sorted()
-                {
+                let (blocks, edges) = EdgeChunk::index_runs(data, self.target, self.block_records)
+                    .map_err(|e| {
+                        DistError::Protocol(format!(
+                            "an edge chunk of partition {part} arrived damaged: {e}"
+                        ))
+                    })?;
+                if data.len() > u32::MAX as usize {
                     return Err(DistError::Protocol(format!(
-                        "an edge chunk of partition {part} arrived with its sources out of order"
+                        "an edge chunk of partition {part} of {} bytes (4 GiB at most)",
+                        data.len()
                     )));
                 }
-                let blocks = EdgeChunk::index_blocks(data, self.record, self.block_records);
                 let (first, last) = blocks
                     .iter()
                     .fold((u32::MAX, 0), |(a, b), k| (a.min(k[0]), b.max(k[1])));
@@ -319,6 +317,7 @@ impl Receiver {
                     offset: self.edges.position(),
                     bytes: data.len() as u64,
                     crc: crc32fast::hash(data),
+                    edges,
                     first,
                     last,
                     block_records: self.block_records,
@@ -349,8 +348,7 @@ impl Receiver {
     }
 
     fn finish(self, plan: &Plan) -> Result<RankIngest> {
-        let edges: u64 =
-            self.edge_chunks.iter().map(|c| c.bytes).sum::<u64>() / plan.record_bytes();
+        let edges: u64 = self.edge_chunks.iter().map(|c| c.edges).sum();
         self.edges.finish()?;
         self.degrees.finish()?;
         if let Some((f, h)) = self.ids {
@@ -378,6 +376,16 @@ impl Receiver {
             degree_chunks: m.degree_chunks.len() as u64,
             bytes_written: self.io.snapshot().bytes_written,
         })
+    }
+}
+
+/// Edges per block of a chunk's index the options ask for (at most
+/// [`MAX_BLOCK_RECORDS`]).
+fn block_records(opts: &DistIngestOptions) -> u32 {
+    if opts.block_records > 0 {
+        opts.block_records.min(MAX_BLOCK_RECORDS)
+    } else {
+        BLOCK_RECORDS
     }
 }
 
@@ -440,9 +448,11 @@ fn send_all(
     } else {
         None
     };
-    let rb = plan.record_bytes() as usize;
-    let cap = plan.chunk_bytes as usize;
-    let mut chunk: Vec<u8> = Vec::with_capacity(cap);
+    let mut chunk = ChunkEncoder::new(
+        plan.chunk_bytes as usize,
+        plan.target_bytes(),
+        block_records(opts),
+    );
     let mut chunk_part = 0u32;
     let mut degs: Vec<u32> = Vec::new();
     let mut tb: Vec<u32> = Vec::new();
@@ -475,8 +485,7 @@ fn send_all(
                 // A new partition starts: its first vertex chunk.
                 if !chunk.is_empty() {
                     let to = rng.below(t.size());
-                    deliver(to, EDGES, chunk_part, 0, &chunk)?;
-                    chunk.clear();
+                    chunk.flush(|c| deliver(to, EDGES, chunk_part, 0, c))?;
                 }
                 part = plan.partition_of(u as u32);
                 next_part_start = plan.range(part).1;
@@ -506,17 +515,13 @@ fn send_all(
                         reason: format!("vertex {u} has target {v}, the store has {n} vertices"),
                     }));
                 }
-                if chunk.len() + rb > cap {
+                if !chunk.fits(u as u32) {
                     let to = rng.below(t.size());
-                    deliver(to, EDGES, part, 0, &chunk)?;
-                    chunk.clear();
+                    chunk.flush(|c| deliver(to, EDGES, part, 0, c))?;
                 }
                 chunk_part = part;
-                chunk.extend_from_slice(&(u as u32).to_le_bytes());
-                chunk.extend_from_slice(&v.to_le_bytes());
-                if plan.weighted {
-                    chunk.extend_from_slice(&wb[wskew + k].to_le_bytes());
-                }
+                let w = if plan.weighted { wb[wskew + k] } else { 0 };
+                chunk.push(u as u32, v, w);
             }
         }
         v0 += c;
@@ -524,7 +529,7 @@ fn send_all(
     }
     if !chunk.is_empty() {
         let to = rng.below(t.size());
-        deliver(to, EDGES, chunk_part, 0, &chunk)?;
+        chunk.flush(|c| deliver(to, EDGES, chunk_part, 0, c))?;
     }
     for r in 1..t.size() {
         let mut m = Vec::with_capacity(12);

@@ -7,7 +7,7 @@
 use crate::checkpoint::FailPoint;
 use crate::compute::{Ctx, NEVER};
 use crate::error::{DistError, Result};
-use crate::layout::PartitionFinder;
+use crate::layout::{runs, PartitionFinder, RUN_HEADER};
 use crate::storage::{self, header, u32_at, ActiveFilter};
 use bytemuck::Zeroable;
 use outcore_engine::program::EdgeProgram;
@@ -252,47 +252,13 @@ const AHEAD: usize = 96;
 /// Updates staged before they are combined (their accumulators hinted AHEAD).
 const STAGE: usize = 1024;
 
-/// Records of `rest` (records of `rb` bytes, sources ascending) that start
-/// with source `u`: the first four looked at one by one (most runs are
-/// short), then found by galloping and bisecting.
-#[inline]
-fn run_end(rest: &[u8], rb: usize, u: u32) -> usize {
-    let n = rest.len() / rb;
-    let src = |k: usize| u32_at(&rest[k * rb..], 0);
-    for k in 1..5 {
-        if k >= n || src(k) != u {
-            return k.min(n);
-        }
-    }
-    // Invariant: src(lo) == u; hi == n or src(hi) != u.
-    let (mut lo, mut step) = (4, 4);
-    let mut hi = loop {
-        let k = lo + step;
-        if k >= n {
-            break n;
-        }
-        if src(k) != u {
-            break k;
-        }
-        lo = k;
-        step *= 2;
-    };
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if src(mid) == u {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
-}
+/// Edges of a chunk below which its scatter stays on one thread.
+const PAR_MIN_EDGES: usize = 16384;
 
-/// Records of a chunk below which its scatter stays on one thread.
-const PAR_MIN_RECORDS: usize = 16384;
-
-/// Records scattered by all threads between two drains of their deferred
-/// updates (for partitions whose accumulators are not kept here).
+/// Edges scattered by all threads between two drains of their deferred
+/// updates (for partitions whose accumulators are not kept here); a window
+/// holds whole runs, and a run at most one block
+/// ([`crate::layout::MAX_BLOCK_RECORDS`] edges or fewer).
 const PAR_WINDOW: usize = 65536;
 
 /// Memory the deferred updates of one window take at most.
@@ -348,25 +314,62 @@ fn combine_into<P: EdgeProgram>(prog: &P, cell: &AtomicU64, x: u64) {
     }
 }
 
-/// The scatter of one chunk on the pool's threads: windows of [`PAR_WINDOW`]
-/// records, each cut into one piece per thread (records are independent:
-/// a source's run cut in two is looked at twice). Updates for partitions
-/// whose accumulators are kept here are combined at once (atomically);
-/// the others are deferred and binned in record order after each window,
-/// on this thread. The first error, in record order, is returned.
+/// An edge chunk's runs (targets of `tb` bytes, of partition `p`) cut into
+/// windows of at most [`PAR_WINDOW`] edges (a longer run alone), each cut
+/// into about `threads` pieces of whole runs; and the edges they hold.
+fn windows(data: &[u8], tb: usize, threads: usize, p: u32) -> Result<(Vec<Vec<&[u8]>>, u64)> {
+    // Each run's end: its byte offset and the edges up to it.
+    let mut ends: Vec<(usize, usize)> = Vec::new();
+    let (mut at, mut edges) = (0, 0);
+    for r in runs(data, tb) {
+        let (_, t) = r.map_err(|e| {
+            DistError::Layout(format!(
+                "an edge chunk of partition {p}: {e}: the layout is damaged"
+            ))
+        })?;
+        at += RUN_HEADER + t.len();
+        edges += t.len() / tb;
+        ends.push((at, edges));
+    }
+    let mut out = Vec::new();
+    let (mut k, mut start, mut base) = (0, 0, 0);
+    while k < ends.len() {
+        let mut j = k + 1;
+        while j < ends.len() && ends[j].1 - base <= PAR_WINDOW {
+            j += 1;
+        }
+        let per = (ends[j - 1].1 - base).div_ceil(threads);
+        let mut pieces = Vec::with_capacity(threads + 1);
+        let (mut from, mut done) = (start, base);
+        for (x, &(end, upto)) in ends.iter().enumerate().take(j).skip(k) {
+            if upto - done >= per || x == j - 1 {
+                pieces.push(&data[from..end]);
+                (from, done) = (end, upto);
+            }
+        }
+        out.push(pieces);
+        (start, base, k) = (ends[j - 1].0, ends[j - 1].1, j);
+    }
+    Ok((out, edges as u64))
+}
+
+/// The scatter of one chunk on the pool's threads: windows of at most
+/// [`PAR_WINDOW`] edges, each cut into one piece of whole runs per thread.
+/// Updates for partitions whose accumulators are kept here are combined at
+/// once (atomically); the others are deferred and binned in edge order after
+/// each window, on this thread. The first error, in edge order, is
+/// returned; otherwise the edges the chunk holds.
 fn scatter_parallel<P: EdgeProgram>(
     ctx: &mut Ctx,
     sc: &mut Scatter<'_>,
     pool: &rayon::ThreadPool,
     run: &PieceRun<'_, P>,
     data: &[u8],
-    rb: usize,
-) -> Result<()> {
+    tb: usize,
+) -> Result<u64> {
     let threads = pool.current_num_threads();
-    for window in data.chunks(PAR_WINDOW * rb) {
-        let recs = window.len() / rb;
-        let per = recs.div_ceil(threads);
-        let pieces: Vec<&[u8]> = window.chunks(per * rb).collect();
+    let (windows, edges) = windows(data, tb, threads, run.p)?;
+    for pieces in windows {
         let views: Vec<Option<(u64, &[AtomicU64])>> = sc
             .resident
             .iter_mut()
@@ -375,7 +378,7 @@ fn scatter_parallel<P: EdgeProgram>(
         let outs: Vec<Result<Piece>> = pool.install(|| {
             pieces
                 .par_iter()
-                .map(|piece| scatter_piece(run, &views, piece, rb))
+                .map(|piece| scatter_piece(run, &views, piece, tb))
                 .collect()
         });
         drop(views);
@@ -391,25 +394,29 @@ fn scatter_parallel<P: EdgeProgram>(
             }
         }
     }
-    Ok(())
+    Ok(edges)
 }
 
-/// Calls `f(u, v, w, i)` for every edge of an active source in `data`
-/// (records of `rb` bytes, sources ascending; `i` the source's index in the
-/// partition), checking every source and target it looks at. Records come in
-/// runs of one source (a chunk is cut from the partition's out-CSR in order,
-/// and served blocks keep that order): an inactive source's run is passed
-/// over by galloping to its end, a few looks rather than one per edge.
+/// Calls `f(u, v, w, i)` for every edge of an active source in `data` (an
+/// edge chunk's runs, targets of `tb` bytes; `i` the source's index in the
+/// partition), checking every source and target it looks at; an inactive
+/// source's run is passed over in one step. Returns the edges `data` holds.
+#[inline]
 fn for_active_edges<P: EdgeProgram>(
     run: &PieceRun<'_, P>,
     data: &[u8],
-    rb: usize,
+    tb: usize,
     mut f: impl FnMut(u32, u32, f32, usize) -> Result<()>,
-) -> Result<()> {
+) -> Result<u64> {
     let (p, (a, b), n) = (run.p, run.range, run.n);
-    let mut rest = data;
-    while !rest.is_empty() {
-        let u = u32_at(rest, 0);
+    let mut edges = 0u64;
+    for r in runs(data, tb) {
+        let (u, targets) = r.map_err(|e| {
+            DistError::Layout(format!(
+                "an edge chunk of partition {p}: {e}: the layout is damaged"
+            ))
+        })?;
+        edges += (targets.len() / tb) as u64;
         if (u as u64) < a || u as u64 >= b {
             return Err(DistError::Layout(format!(
                 "an edge chunk of partition {p} (vertices {a}..{b}) holds an edge from {u}: the layout is damaged"
@@ -417,31 +424,24 @@ fn for_active_edges<P: EdgeProgram>(
         }
         let i = (u as u64 - a) as usize;
         if !run.act[i] {
-            rest = &rest[rb * run_end(rest, rb, u)..];
             continue;
         }
-        let mut len = 0;
-        while len < rest.len() && u32_at(&rest[len..], 0) == u {
-            len += rb;
-        }
-        let (recs, tail) = rest.split_at(len);
-        rest = tail;
-        for r in recs.chunks_exact(rb) {
-            let v = u32_at(r, 1);
+        for t in targets.chunks_exact(tb) {
+            let v = u32_at(t, 0);
             if v as u64 >= n {
                 return Err(DistError::Layout(format!(
                     "an edge chunk of partition {p} holds edge ({u}, {v}) of a store with {n} vertices: the layout is damaged"
                 )));
             }
             let w = if run.weighted {
-                f32::from_bits(u32_at(r, 2))
+                f32::from_bits(u32_at(t, 1))
             } else {
                 1.0
             };
             f(u, v, w, i)?;
         }
     }
-    Ok(())
+    Ok(edges)
 }
 
 /// The program's contribution along edge `(u, v, w)` with message `m`.
@@ -456,12 +456,12 @@ fn contribution<P: EdgeProgram>(prog: &P, m: u64, u: u32, v: u32, w: f32) -> Res
     })
 }
 
-/// One thread's piece of a window (records of `rb` bytes, sources ascending).
+/// One thread's piece of a window (whole runs, targets of `tb` bytes).
 fn scatter_piece<P: EdgeProgram>(
     run: &PieceRun<'_, P>,
     views: &[Option<(u64, &[AtomicU64])>],
     data: &[u8],
-    rb: usize,
+    tb: usize,
 ) -> Result<Piece> {
     let prog = run.prog;
     let mut out = Piece {
@@ -494,7 +494,7 @@ fn scatter_piece<P: EdgeProgram>(
         }
         stage.clear();
     };
-    for_active_edges(run, data, rb, |u, v, w, i| {
+    for_active_edges(run, data, tb, |u, v, w, i| {
         stage.push((v, contribution(prog, run.msgs[i], u, v, w)?));
         if stage.len() == STAGE {
             drain(&mut stage, &mut out);
@@ -536,7 +536,7 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
             }
         })
         .collect();
-    let rb = plan.record_bytes() as usize;
+    let tb = plan.target_bytes();
     let (a, b) = plan.range(p);
     let n = plan.vertices;
     let weighted = plan.weighted && prog.weighted();
@@ -550,12 +550,6 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
         } else {
             ctx.stats.stolen_chunks += 1;
         }
-        if !data.len().is_multiple_of(rb) {
-            return Err(DistError::Layout(format!(
-                "an edge chunk of partition {p} holds {} bytes, not whole records",
-                data.len()
-            )));
-        }
         let run = PieceRun {
             prog,
             p,
@@ -567,16 +561,15 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
             finder: &finder,
         };
         if let Some(pool) = sc.pool {
-            if !prog.reads_destination() && data.len() / rb >= PAR_MIN_RECORDS {
-                scatter_parallel(ctx, sc, pool, &run, data, rb)?;
-                ctx.stats.edges_processed += (data.len() / rb) as u64;
+            if !prog.reads_destination() && data.len() >= PAR_MIN_EDGES * tb {
+                ctx.stats.edges_processed += scatter_parallel(ctx, sc, pool, &run, data, tb)?;
                 return Ok(());
             }
         }
         // The active edges' updates are staged, so that their targets'
         // accumulators are hinted into the cache AHEAD updates before they
         // are combined, across runs.
-        for_active_edges(&run, data, rb, |u, v, w, i| {
+        let edges = for_active_edges(&run, data, tb, |u, v, w, i| {
             if prog.reads_destination() {
                 return sc.push_edge(ctx, finder.of(v), v, u, w, msgs[i]);
             }
@@ -587,7 +580,7 @@ pub(crate) fn scatter_part<P: EdgeProgram>(
             Ok(())
         })?;
         sc.drain(ctx, prog, &finder, &mut stage)?;
-        ctx.stats.edges_processed += (data.len() / rb) as u64;
+        ctx.stats.edges_processed += edges;
         Ok(())
     };
     // Chunks with no active source are passed over by the storage engines.
@@ -672,43 +665,69 @@ pub(crate) fn gather_part<P: EdgeProgram>(
 
 #[cfg(test)]
 mod tests {
-    use super::run_end;
+    use super::{windows, PAR_WINDOW};
+    use crate::layout::{runs, ChunkEncoder};
 
-    /// The galloping search finds the same run end as a scan, for runs of
-    /// every length at every position, with records of 8 and 12 bytes.
+    /// Windows and pieces cover a chunk's runs exactly once, in order, each
+    /// piece whole runs; a window holds at most PAR_WINDOW edges, and is cut
+    /// into about one piece per thread.
     #[test]
-    fn run_end_is_the_first_record_of_another_source() {
-        for rb in [8usize, 12] {
-            for lens in [
-                vec![1usize],
-                vec![3, 1],
-                vec![5, 2, 40],
-                vec![64, 1, 1, 200, 7],
-                vec![4, 4, 9],
-            ] {
-                let mut data = Vec::new();
-                for (s, &len) in lens.iter().enumerate() {
-                    for k in 0..len {
-                        let mut r = vec![0u8; rb];
-                        r[..4].copy_from_slice(&(10 + s as u32).to_le_bytes());
-                        r[4..8].copy_from_slice(&(k as u32).to_le_bytes());
-                        data.extend_from_slice(&r);
-                    }
-                }
-                let mut at = 0;
-                for (s, &len) in lens.iter().enumerate() {
-                    // From every position inside the run.
-                    for k in 0..len {
-                        let rest = &data[(at + k) * rb..];
-                        assert_eq!(
-                            run_end(rest, rb, 10 + s as u32),
-                            len - k,
-                            "{lens:?} {rb} {s} {k}"
-                        );
-                    }
-                    at += len;
+    fn windows_cut_a_chunk_at_run_boundaries() {
+        for (threads, block) in [(1, 8192), (2, 8192), (3, 64), (4, 50_000)] {
+            let mut enc = ChunkEncoder::new(64 << 20, 4, block);
+            let mut want = Vec::new();
+            // Runs of 1 to 30,000 edges.
+            for u in 0..400u32 {
+                for k in 0..(u * u * 7 % 30_000 + 1) {
+                    enc.push(u, k, 0);
+                    want.push((u, k));
                 }
             }
+            let data = enc.flush(|c| c.to_vec());
+            let (ws, edges) = windows(&data, 4, threads, 0).unwrap();
+            assert_eq!(edges as usize, want.len());
+            let mut got = Vec::new();
+            for w in &ws {
+                assert!(
+                    w.len() <= threads + 1,
+                    "{threads} threads: {} pieces",
+                    w.len()
+                );
+                let mut in_window = 0;
+                let mut runs_in_window = 0;
+                for piece in w {
+                    for r in runs(piece, 4) {
+                        let (u, t) = r.unwrap();
+                        runs_in_window += 1;
+                        in_window += t.len() / 4;
+                        got.extend(
+                            t.chunks_exact(4)
+                                .map(|x| (u, u32::from_le_bytes(x.try_into().unwrap()))),
+                        );
+                    }
+                }
+                assert!(
+                    in_window <= PAR_WINDOW || runs_in_window == 1,
+                    "{in_window}"
+                );
+            }
+            assert_eq!(got, want);
         }
+    }
+
+    /// Damaged bytes are refused by name, not read past.
+    #[test]
+    fn windows_refuse_a_damaged_chunk() {
+        let mut enc = ChunkEncoder::new(1 << 20, 4, 8192);
+        for k in 0..100 {
+            enc.push(7, k, 0);
+        }
+        let mut data = enc.flush(|c| c.to_vec());
+        data[4..8].copy_from_slice(&101u32.to_le_bytes());
+        let e = windows(&data, 4, 2, 3).unwrap_err().to_string();
+        assert!(
+            e.contains("partition 3") && e.contains("claims 101 edges"),
+            "{e}"
+        );
     }
 }

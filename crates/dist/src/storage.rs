@@ -186,13 +186,13 @@ struct Ahead {
     ready: VecDeque<(usize, Result<Vec<u8>>)>,
 }
 
-/// Byte offset in chunk `c` of its block `j` (`rb`-byte records; a chunk
-/// without a block index is one block).
-fn block_start(c: &EdgeChunk, j: usize, rb: u64) -> u64 {
-    match c.blocks.is_empty() {
-        true if j == 0 => 0,
-        true => c.bytes,
-        false => (j as u64 * c.block_records as u64 * rb).min(c.bytes),
+/// Byte offset in chunk `c` of its block `j` (`j` = the block count: the
+/// chunk's end; a chunk without a block index is one block).
+fn block_start(c: &EdgeChunk, j: usize) -> u64 {
+    match j {
+        0 => 0,
+        _ if c.blocks.is_empty() => c.bytes,
+        _ => c.blocks[j - 1][3] as u64,
     }
 }
 
@@ -356,12 +356,13 @@ impl Storage {
                     plan.partitions
                 ))
             })?;
-            if !c.blocks_fit(plan.record_bytes()) {
+            if !c.blocks_fit() {
                 return Err(DistError::Layout(format!(
-                    "{}: edge chunk {i} has {} blocks of {} records for {} bytes: the manifest is damaged",
+                    "{}: edge chunk {i} has {} blocks of {} edges for {} edges in {} bytes: the manifest is damaged",
                     rd.join("manifest.json").display(),
                     c.blocks.len(),
                     c.block_records,
+                    c.edges,
                     c.bytes
                 )));
             }
@@ -512,9 +513,8 @@ impl Storage {
     /// checked against its CRC-32 (the chunk's, when it is read whole).
     fn read_chunk(&self, i: usize, ranges: &[(usize, usize)]) -> Result<Vec<u8>> {
         let c = &self.manifest.edge_chunks[i];
-        let rb = self.manifest.plan.record_bytes();
         let whole = c.blocks.is_empty() || ranges == [(0, c.blocks.len())];
-        let span = |j: usize| block_start(c, j, rb);
+        let span = |j: usize| block_start(c, j);
         let len: u64 = ranges.iter().map(|&(x, y)| span(y) - span(x)).sum();
         let mut out = reply(OK, &[]);
         out.resize(4 + len as usize, 0);

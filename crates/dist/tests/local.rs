@@ -718,7 +718,7 @@ fn only_blocks_with_an_active_source_are_read() {
         .flat_map(|m| &m.edge_chunks)
         .map(|c| {
             assert_eq!(c.block_records, 64);
-            assert_eq!(c.blocks.len() as u64, (c.bytes / 12).div_ceil(64));
+            assert_eq!(c.blocks.len() as u64, c.edges.div_ceil(64));
             c.blocks.len() as u64
         })
         .sum();
