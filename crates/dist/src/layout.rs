@@ -92,14 +92,6 @@ impl PartitionFinder {
 }
 
 impl Plan {
-    /// Bytes of one edge record.
-    pub fn record_bytes(&self) -> u64 {
-        if self.weighted {
-            12
-        } else {
-            8
-        }
-    }
     /// Bytes of one target in an edge chunk's run (`v`, and `w` when weighted).
     pub fn target_bytes(&self) -> usize {
         if self.weighted {

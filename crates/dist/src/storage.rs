@@ -9,10 +9,10 @@
 //!   with [`OK`] + the chunk, or [`EMPTY`] when none is left here. A
 //!   `GET_EDGES` may carry an [`ActiveFilter`] after its header: chunks none of
 //!   whose sources (the manifest's `first..=last`) is active are passed over
-//!   unread, and of a chunk served only the blocks (8192 records each, the
-//!   manifest's block index) holding an active source are read, across gaps
-//!   of at most two blocks, each checked against its own CRC-32; the reply is
-//!   those blocks' records in the chunk's order. While no request waits, the
+//!   unread, and of a chunk served only the blocks (whole runs of 8192 edges
+//!   each, the manifest's block index) holding an active source are read,
+//!   across gaps of at most two blocks, each checked against its own CRC-32;
+//!   the reply is those blocks' runs in the chunk's order. While no request waits, the
 //!   storage thread reads the next [`READ_AHEAD`] chunks of the stream (the
 //!   partition, phase and activity) its own computation engine asked for
 //!   last, which serves itself without waiting on the device.
