@@ -328,8 +328,12 @@ pub fn execute(
         };
         for (args, st) in r.commands.iter().zip(&stats) {
             let cmd = if r.external {
-                // Another system: its own program, its output to the log.
-                let mut cmd = Command::new(&args[0]);
+                // Another system: its own program, its output to the log
+                // (`outcore` is the binary running the bench).
+                let mut cmd = match args[0].as_str() {
+                    "outcore" => Command::new(exe),
+                    prog => Command::new(prog),
+                };
                 cmd.args(&args[1..])
                     .stdin(Stdio::null())
                     .stdout(to_log()?)

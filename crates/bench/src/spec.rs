@@ -116,7 +116,9 @@ pub struct ConfigSpec {
     /// outcore is (wall time, the kernel's bytes, the cgroup's peak, under the
     /// same limit) but has no `--stats`: no iterations or engine bytes. One
     /// list for every algorithm, or a table of lists by algorithm (as the
-    /// spec's `[[algorithm]]` names it).
+    /// spec's `[[algorithm]]` names it). A program named `outcore` is the
+    /// binary running the bench (`["outcore", "scan", "{store}"]`: the
+    /// one-pass floor).
     pub command: Option<PerStore<Vec<String>>>,
     /// Per store, the path `{input}` stands for (the peer's own copy of the
     /// store's graph); it is what is evicted from the page cache before each

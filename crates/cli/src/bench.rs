@@ -1,4 +1,4 @@
-//! `outcore calibrate` and `outcore bench`: the command-line faces of
+//! `outcore calibrate`, `outcore scan` and `outcore bench`: the command-line faces of
 //! `outcore_io::calibrate` and the `outcore-bench` harness.
 
 use anyhow::{bail, Context, Result};
@@ -6,7 +6,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use outcore_bench::runner::{self, BenchMeta, Event};
 use outcore_bench::{plot, report, Limiter, Spec};
-use outcore_io::{format_bytes, parse_size, CalibrateOptions, DeviceProfile};
+use outcore_io::{
+    format_bytes, parse_size, CalibrateOptions, DeviceProfile, InFile, IoStats, ReadMode,
+};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -337,5 +339,77 @@ pub fn cmd_bench(a: BenchArgs) -> Result<()> {
         format_bytes(records.iter().map(|r| r.os_write_bytes).sum()),
         path.display()
     );
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ScanArgs {
+    /// The store whose grid is read.
+    store: PathBuf,
+    /// Read with O_DIRECT (as `outcore run --direct` does), past the page cache.
+    #[arg(long)]
+    direct: bool,
+    /// Also read the grid's weights file (what a pass of a weighted algorithm reads).
+    #[arg(long)]
+    weights: bool,
+    /// Write the figures as JSON to this file.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+}
+
+/// One sequential read of a store's grid files in 4 MiB requests: the floor
+/// that no engine's pass over the grid can beat on this device. Run cold (as
+/// `outcore bench` runs it, after evicting the store) it is the one-pass floor
+/// the streaming engine's passes are measured against.
+pub fn cmd_scan(a: ScanArgs) -> Result<()> {
+    let mode = if a.direct {
+        ReadMode::Direct
+    } else {
+        ReadMode::Buffered
+    };
+    let store = outcore_store::Store::open(&a.store)
+        .with_context(|| format!("opening {}", a.store.display()))?;
+    let mut names = vec!["grid.index", "grid.data"];
+    if a.weights && store.weighted() {
+        names.push("grid.weights");
+    }
+    let io = IoStats::new();
+    let mut buf = outcore_io::AlignedBuf::new(4 << 20);
+    let t = Instant::now();
+    let mut files = Vec::new();
+    for name in &names {
+        let path = a.store.join(name);
+        if !path.exists() {
+            continue;
+        }
+        let f = InFile::open(&path, mode, io.clone())?;
+        let mut at = 0u64;
+        while at < f.len() {
+            let len = (f.len() - at).min(4 << 20) as usize;
+            f.read_exact_into(at, len, &mut buf)?;
+            at += len as u64;
+        }
+        files.push(name.to_string());
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let bytes = io.snapshot().bytes_read;
+    eprintln!(
+        "scan: read {} of {} ({}) in {secs:.3} s: {:.0} MB/s",
+        format_bytes(bytes),
+        a.store.display(),
+        files.join(", "),
+        bytes as f64 / secs.max(1e-9) / 1e6
+    );
+    if let Some(path) = a.stats {
+        let j = serde_json::json!({
+            "store": a.store,
+            "files": files,
+            "direct": a.direct,
+            "bytes_read": bytes,
+            "seconds": secs,
+        });
+        std::fs::write(&path, serde_json::to_string_pretty(&j)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     Ok(())
 }

@@ -62,6 +62,9 @@ enum Cmd {
     Jobs(jobs::JobsArgs),
     /// Measure the storage device under a directory (sequential and random, O_DIRECT).
     Calibrate(bench::CalibrateArgs),
+    /// Read a store's grid once, sequentially: the one-pass floor no engine's
+    /// pass can beat (run it cold: `outcore limit --evict STORE -- outcore scan STORE`).
+    Scan(bench::ScanArgs),
     /// Compute and save a static-cache (BAsC) selection for the vertex engine.
     SelectCache(vertex::SelectArgs),
     /// Write a relabelled copy of a store (norder, degree, random) for the vertex engine.
@@ -411,6 +414,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Example(a) => cmd_example(a),
         Cmd::Jobs(a) => jobs::cmd_jobs(a),
         Cmd::Calibrate(a) => bench::cmd_calibrate(a),
+        Cmd::Scan(a) => bench::cmd_scan(a),
         Cmd::Bench(a) => bench::cmd_bench(a),
         Cmd::Limit(a) => bench::cmd_limit(a),
         Cmd::SelectCache(a) => vertex::cmd_select(a),

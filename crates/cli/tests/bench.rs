@@ -1,4 +1,5 @@
-//! `outcore calibrate` and `outcore bench`: a profile is measured and saved; a bench
+//! `outcore calibrate`, `outcore scan` and `outcore bench`: a profile is measured and saved;
+//! a store's grid is read once; a bench
 //! spec runs end to end in memory-limited cgroups and yields JSON lines, a report and
 //! plots; a run killed by its memory limit is reported as such; bad specs are
 //! refused before anything runs.
@@ -254,6 +255,10 @@ inputs = { small = "peer-input" }
 name = "broken"
 command = ["sh", "-c", "echo the peer gave up >&2; exit 3"]
 
+[[config]]
+name = "floor"
+command = ["outcore", "scan", "{store}", "--stats", "{store}.scan.json"]
+
 [[algorithm]]
 name = "bfs"
 root = 0
@@ -279,10 +284,23 @@ root = 0
     let o = run(&args);
     assert!(o.status.success(), "{}", err(&o));
     let lines = run_lines(&out);
-    assert_eq!(lines.len(), 3);
+    assert_eq!(lines.len(), 4);
     let by = |c: &str| lines.iter().find(|l| l["config"] == c).unwrap();
     assert_eq!(by("outcore")["status"], "ok");
     assert!(by("outcore")["iterations"].as_u64().unwrap() >= 1);
+    // A command whose program is `outcore` runs the bench's own binary: the
+    // floor read every byte of the grid.
+    assert_eq!(by("floor")["status"], "ok", "{}", by("floor"));
+    let store = dir.path().join("data/small.store");
+    let scan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("data/small.store.scan.json")).unwrap(),
+    )
+    .unwrap();
+    let grid: u64 = ["grid.index", "grid.data"]
+        .iter()
+        .map(|f| std::fs::metadata(store.join(f)).unwrap().len())
+        .sum();
+    assert_eq!(scan["bytes_read"].as_u64(), Some(grid), "{scan}");
     let peer = by("peer");
     assert_eq!(peer["status"], "ok", "{peer}");
     assert!(peer["wall_s"].as_f64().unwrap() > 0.0, "{peer}");
@@ -330,6 +348,61 @@ root = 0
             Some(why) => assert!(!o.status.success() && err(&o).contains(why), "{}", err(&o)),
         }
     }
+}
+
+/// `outcore scan` reads every byte of a store's grid once, through the page
+/// cache and with O_DIRECT, and says so; what is not a store is refused.
+#[test]
+fn scan_reads_the_grid_once() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let input = dir.path().join("g.bin32");
+    let store = dir.path().join("g.store");
+    for args in [
+        vec![
+            "generate",
+            "grid",
+            "--rows",
+            "60",
+            "--cols",
+            "70",
+            "-o",
+            s(&input),
+        ],
+        vec!["ingest", s(&input), "-o", s(&store)],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{}", err(&o));
+    }
+    let grid: u64 = ["grid.index", "grid.data"]
+        .iter()
+        .map(|f| std::fs::metadata(store.join(f)).unwrap().len())
+        .sum();
+    let stats = dir.path().join("scan.json");
+    for direct in [false, true] {
+        let mut args = vec!["scan", s(&store), "--stats", s(&stats)];
+        if direct {
+            args.push("--direct");
+        }
+        let o = run(&args);
+        assert!(o.status.success(), "{}", err(&o));
+        assert!(
+            err(&o).contains("scan: read") && err(&o).contains("grid.index, grid.data"),
+            "{}",
+            err(&o)
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(j["direct"], direct);
+        // O_DIRECT reads whole 4 KiB pages.
+        let read = j["bytes_read"].as_u64().unwrap();
+        match direct {
+            false => assert_eq!(read, grid),
+            true => assert!(read >= grid && read < grid + 2 * 4096, "{read} {grid}"),
+        }
+    }
+    let o = run(&["scan", s(dir.path())]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("opening"), "{}", err(&o));
 }
 
 /// The JSON lines of a bench run's `runs.jsonl` in `out`.
