@@ -349,9 +349,6 @@ pub struct ScanArgs {
     /// Read with O_DIRECT (as `outcore run --direct` does), past the page cache.
     #[arg(long)]
     direct: bool,
-    /// Also read the grid's weights file (what a pass of a weighted algorithm reads).
-    #[arg(long)]
-    weights: bool,
     /// Write the figures as JSON to this file.
     #[arg(long)]
     stats: Option<PathBuf>,
@@ -367,22 +364,16 @@ pub fn cmd_scan(a: ScanArgs) -> Result<()> {
     } else {
         ReadMode::Buffered
     };
-    let store = outcore_store::Store::open(&a.store)
+    // Refuses what is not a store before anything is read.
+    outcore_store::Store::open(&a.store)
         .with_context(|| format!("opening {}", a.store.display()))?;
-    let mut names = vec!["grid.index", "grid.data"];
-    if a.weights && store.weighted() {
-        names.push("grid.weights");
-    }
     let io = IoStats::new();
     let mut buf = outcore_io::AlignedBuf::new(4 << 20);
     let t = Instant::now();
     let mut files = Vec::new();
-    for name in &names {
-        let path = a.store.join(name);
-        if !path.exists() {
-            continue;
-        }
-        let f = InFile::open(&path, mode, io.clone())?;
+    // A weighted grid's weights are inside grid.data.
+    for name in ["grid.index", "grid.data"] {
+        let f = InFile::open(&a.store.join(name), mode, io.clone())?;
         let mut at = 0u64;
         while at < f.len() {
             let len = (f.len() - at).min(4 << 20) as usize;

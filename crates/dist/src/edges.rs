@@ -12,7 +12,7 @@
 use crate::checkpoint::Record;
 use crate::compute::{Ctx, RankStats};
 use crate::error::{DistError, Result};
-use crate::layout::{runs, RankManifest, Rng};
+use crate::layout::{damaged_runs, runs, RankManifest, Rng};
 use crate::storage::{self, header, u32_at};
 use crate::transport::{self, Transport};
 use crate::TAG_REQ;
@@ -48,11 +48,7 @@ impl EdgePasses<'_> {
             let (a, b) = plan.range(p);
             ctx.stream(storage::GET_EDGES, p, phase, &[], &mut |_, data| {
                 for r in runs(data, tb) {
-                    let (u, targets) = r.map_err(|e| {
-                        DistError::Layout(format!(
-                            "an edge chunk of partition {p}: {e}: the layout is damaged"
-                        ))
-                    })?;
+                    let (u, targets) = r.map_err(|e| damaged_runs(p, e))?;
                     for t in targets.chunks_exact(tb) {
                         let v = u32_at(t, 0);
                         if (u as u64) < a || u as u64 >= b || v as u64 >= n {

@@ -182,6 +182,14 @@ pub fn runs(data: &[u8], tb: usize) -> Runs<'_> {
     Runs { rest: data, tb }
 }
 
+/// The error for partition `p`'s edge chunk whose bytes are not whole runs
+/// (`why`, from [`runs`]).
+pub(crate) fn damaged_runs(p: u32, why: String) -> crate::error::DistError {
+    crate::error::DistError::Layout(format!(
+        "an edge chunk of partition {p}: {why}: the layout is damaged"
+    ))
+}
+
 /// See [`runs`].
 pub struct Runs<'a> {
     rest: &'a [u8],
