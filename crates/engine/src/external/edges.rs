@@ -239,7 +239,7 @@ impl ExternalEngine<'_> {
             let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, qu, 8 * c0, c)?;
             let mut mir: Vec<MirrorRec> = vec![0; c as usize];
             st.mirrors
-                .read_pod(st.mirror_base[qu] + (slot_prev * nm + c0) * 8, &mut mir)?;
+                .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut mir)?;
             n.source_bytes_read += c * 16;
             n.io_seconds += tio.elapsed().as_secs_f64();
             // Active sources: (source index in chunk, first edge, edge count).

@@ -4,6 +4,7 @@
 //! written and why.
 
 use super::plan::{mirror_gap, MASK_CHUNK, MBLOCK};
+use super::scratch::{LastPage, PAGE_ENTRIES};
 use super::{mirror_record, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
@@ -42,19 +43,59 @@ impl ExternalEngine<'_> {
         let gap = mirror_gap(buf_bytes);
         let mut bytes = 0u64;
         let mut writes = 0u64;
+        let narrow = job.narrow;
         let mut flush = |q: usize, run: &mut (u64, Vec<MirrorRec>)| -> Result<()> {
             if run.1.is_empty() {
                 return Ok(());
             }
             let nm = rec.mirrors[q];
+            if narrow {
+                // Whole pages: the run starts on one (`start_run`) and is padded
+                // with zeros, which read as never activated; the last page is
+                // kept for a later run starting in it.
+                debug_assert!(run.0.is_multiple_of(PAGE_ENTRIES));
+                let len = run.1.len() as u64;
+                run.1.resize(
+                    len.div_ceil(PAGE_ENTRIES) as usize * PAGE_ENTRIES as usize,
+                    0,
+                );
+                let last = run.1.len() - PAGE_ENTRIES as usize;
+                let mut lp = st.last_page[q].lock().expect("mirror page lock");
+                let page = lp.get_or_insert_with(|| LastPage {
+                    page: 0,
+                    it: u64::MAX,
+                    entries: Vec::with_capacity(PAGE_ENTRIES as usize),
+                });
+                page.page = (run.0 + last as u64) / PAGE_ENTRIES;
+                page.it = it;
+                page.entries.clear();
+                page.entries.extend_from_slice(&run.1[last..]);
+            }
             for &s in slots {
                 st.mirrors
-                    .write_pod(st.mirror_base[q] + (s * nm + run.0) * 8, &run.1)?;
+                    .write_pod(st.mirror_offset(q, nm, s, run.0), &run.1)?;
                 bytes += run.1.len() as u64 * 8;
                 writes += 1;
             }
             run.1.clear();
             Ok(())
+        };
+        // A narrow program's run starts on a page: the entries before `at` in
+        // it are those the last write of this iteration left there, or zeros.
+        let start_run = |q: usize, at: u64, run: &mut (u64, Vec<MirrorRec>)| {
+            if !narrow {
+                run.0 = at;
+                return;
+            }
+            let a0 = at / PAGE_ENTRIES * PAGE_ENTRIES;
+            run.0 = a0;
+            let lp = st.last_page[q].lock().expect("mirror page lock");
+            match lp.as_ref() {
+                Some(l) if l.it == it && l.page == a0 / PAGE_ENTRIES => {
+                    run.1.extend_from_slice(&l.entries[..(at - a0) as usize])
+                }
+                _ => run.1.resize((at - a0) as usize, 0),
+            }
         };
         // Skipping needs every position below 2^32 within a segment.
         let table = st.skip_pos[p as usize].get();
@@ -113,7 +154,7 @@ impl ExternalEngine<'_> {
                     if needed {
                         let run = &mut pending[q];
                         if run.1.is_empty() {
-                            run.0 = at;
+                            start_run(q, at, run);
                         } else {
                             run.1.append(&mut tail[q]);
                         }
@@ -122,10 +163,12 @@ impl ExternalEngine<'_> {
                             flush(q, run)?;
                         }
                     } else if !pending[q].1.is_empty() {
-                        tail[q].push(r);
                         // An entry whose value was not read (sparse destinations)
-                        // cannot be rewritten in between: the run ends before it.
-                        if tail[q].len() > gap || !known {
+                        // cannot be rewritten in between: the run ends before it —
+                        // unless the program is narrow, when it did not change
+                        // and a zero reads as not activated, as it must.
+                        tail[q].push(if known { r } else { 0 });
+                        if tail[q].len() > gap || (!known && !narrow) {
                             flush(q, &mut pending[q])?;
                             tail[q].clear();
                         }

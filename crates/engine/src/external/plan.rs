@@ -47,6 +47,11 @@ pub(super) fn skip_chunk(vertices: u64, partitions: u64) -> u64 {
     g
 }
 
+/// Per partition, for a narrow program's whole-page mirror writes (`mirror.rs`):
+/// a run's buffer may hold a page's worth of entries before its first and of
+/// zeros after its last, and the last page written is kept.
+pub(super) const MIRROR_PAGES_BYTES: u64 = 3 * 4096;
+
 /// Fixed allowance for the process (code, stacks, small tables).
 pub const FIXED_BYTES: u64 = 8 << 20;
 /// Mirror-update buffer per partition: a sixteenth of the budget shared by the
@@ -77,8 +82,11 @@ pub fn plan(
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
+    // Per partition: its mirror buffer, the tail of unchanged entries, and for
+    // narrow programs' whole-page writes a page of entries before a run and of
+    // padding after it, and the last page written.
     let fixed = FIXED_BYTES
-        + k * (mirror_buf + mirror_gap(mirror_buf) as u64 * 8)
+        + k * (mirror_buf + mirror_gap(mirror_buf) as u64 * 8 + MIRROR_PAGES_BYTES)
         + MASK_CHUNK * 8
         + SKIP_TABLE_BYTES;
     // Per destination: the program's bytes, one more accumulator per extra thread,

@@ -14,8 +14,18 @@ use outcore_store::vpart::Part;
 pub(super) struct Scratch<'a> {
     pub(super) dests: &'a ScratchFile,
     pub(super) mirrors: &'a ScratchFile,
+    /// Per partition, where its destination values start; its epochs follow at
+    /// the next page boundary ([`eps_offset`]). Page-aligned, so that writes of
+    /// whole blocks are whole pages (a write ending inside a page the page cache
+    /// no longer holds makes the kernel read that page first).
     pub(super) dest_base: &'a [u64],
+    /// Per partition, where its two mirror slots start, each
+    /// [`mirror_stride`] entries long (page-aligned).
     pub(super) mirror_base: &'a [u64],
+    /// Per partition, the last page of mirror entries a narrow program's mirror
+    /// update wrote (`mirror.rs`): a later write starting in that page in the
+    /// same iteration completes it rather than writing part of a page.
+    pub(super) last_page: &'a [std::sync::Mutex<Option<LastPage>>],
     /// Edge offset of each block of each source table (and the table's edges).
     pub(super) block_off: &'a [Vec<u64>],
     /// Blocks of each partition's slot 0 and 1 that received, since the slot was
@@ -58,7 +68,7 @@ impl Scratch<'_> {
     ) -> Result<()> {
         let vs = std::mem::size_of::<V>() as u64;
         self.dests
-            .read_pod(self.dest_base[q as usize] + n * vs + i0 * 8, eps)?;
+            .read_pod(self.dest_base[q as usize] + eps_offset(n, vs) + i0 * 8, eps)?;
         Ok(())
     }
     /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`).
@@ -73,7 +83,7 @@ impl Scratch<'_> {
         let b = self.dest_base[q as usize];
         let vs = std::mem::size_of::<V>() as u64;
         self.dests.write_pod(b + i0 * vs, vals)?;
-        self.dests.write_pod(b + n * vs + i0 * 8, eps)?;
+        self.dests.write_pod(b + eps_offset(n, vs) + i0 * 8, eps)?;
         // Writes cover whole blocks (the partition's last one may be short).
         debug_assert!((i0 as usize).is_multiple_of(BLOCK));
         debug_assert!(
@@ -85,6 +95,41 @@ impl Scratch<'_> {
         }
         Ok(())
     }
+    /// Where entry `pos` of partition q's mirror slot `slot` is in the scratch
+    /// file (`nm` the partition's source-table entries).
+    #[inline]
+    pub(super) fn mirror_offset(&self, q: usize, nm: u64, slot: u64, pos: u64) -> u64 {
+        self.mirror_base[q] + (slot * mirror_stride(nm) + pos) * 8
+    }
+}
+
+/// Bytes per page of the scratch files' layout.
+pub(super) const PAGE: u64 = 4096;
+/// Mirror entries per page.
+pub(super) const PAGE_ENTRIES: u64 = PAGE / 8;
+
+/// Entries per mirror slot of a partition with `nm` source-table entries: `nm`
+/// rounded up to whole pages.
+pub(super) fn mirror_stride(nm: u64) -> u64 {
+    nm.div_ceil(PAGE_ENTRIES) * PAGE_ENTRIES
+}
+
+/// Where a partition's epochs start after its `n` values of `vs` bytes.
+pub(super) fn eps_offset(n: u64, vs: u64) -> u64 {
+    (n * vs).div_ceil(PAGE) * PAGE
+}
+
+/// Scratch bytes of a partition's destination state: values, then epochs, each
+/// page-aligned.
+pub(super) fn dest_bytes(n: u64, vs: u64) -> u64 {
+    eps_offset(n, vs) + (n * 8).div_ceil(PAGE) * PAGE
+}
+
+/// A page of mirror entries as last written (see [`Scratch::last_page`]).
+pub(super) struct LastPage {
+    pub(super) page: u64,
+    pub(super) it: u64,
+    pub(super) entries: Vec<u64>,
 }
 
 impl ExternalEngine<'_> {
