@@ -302,7 +302,12 @@ iterations as the engine counts them; *read* is what the engine read from the st
                 let _ = writeln!(s, "- not ok: {n}");
             }
             let others: Vec<&String> = g.configs.iter().filter(|c| **c != meta.baseline).collect();
-            if g.configs.contains(&meta.baseline) && !others.is_empty() {
+            // Only where the baseline ran in this scenario (a configuration may
+            // run in some scenarios only).
+            let has_base = algos
+                .iter()
+                .any(|a| !g.runs(store, scenario, a, &meta.baseline).is_empty());
+            if has_base && !others.is_empty() {
                 let _ = writeln!(s, "\nRatios, {} ÷ each configuration (above 1: the configuration is faster / reads less / needs fewer iterations):\n", meta.baseline);
                 let _ = writeln!(s, "| algorithm | config | time | bytes read | iterations |");
                 let _ = writeln!(s, "|---|---|---|---|---|");

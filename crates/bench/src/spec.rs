@@ -29,6 +29,7 @@
 //! name = "gridgraph"
 //! mrt = 1
 //! algorithms = { wcc = "wcc-lp", mis = "mis-luby" }   # what this system runs instead
+//! scenarios = ["external"]      # only in these scenarios (default: all)
 //!
 //! [[config]]                    # another system, run in place of outcore
 //! name = "peer"
@@ -125,6 +126,9 @@ pub struct ConfigSpec {
     /// of this configuration's runs.
     #[serde(default)]
     pub inputs: BTreeMap<String, PathBuf>,
+    /// Run only in these scenarios (default: all) — a floor measured beside
+    /// the configurations it bounds, under its own budget.
+    pub scenarios: Option<Vec<String>>,
 }
 
 /// The placeholders of a configuration's `command`.
@@ -434,6 +438,14 @@ impl Spec {
             }
         }
         for c in &self.configs {
+            for n in c.scenarios.iter().flatten() {
+                if !self.scenarios.iter().any(|s| &s.name == n) {
+                    return Err(bad(format!(
+                        "config {}: scenario {n:?} is not in the spec",
+                        c.name
+                    )));
+                }
+            }
             if let Some(m) = &c.jobs_mode {
                 if !["shared", "sequential", "concurrent"].contains(&m.as_str()) {
                     return Err(bad(format!(
@@ -574,6 +586,9 @@ impl Spec {
                             continue;
                         }
                         for c in &self.configs {
+                            if c.scenarios.as_ref().is_some_and(|l| !l.contains(&sc.name)) {
+                                continue;
+                            }
                             let common = |args: &mut Vec<String>, memory: u64, mrt: bool| {
                                 args.extend(["--memory".into(), memory.to_string()]);
                                 if let Some(t) = self.threads {
@@ -801,6 +816,10 @@ algorithms = { wcc = "wcc-lp" }
 name = "clip"
 mrt = 5
 
+[[config]]
+name = "floor"
+scenarios = ["mem"]
+
 [[algorithm]]
 name = "bfs"
 root = 0
@@ -834,8 +853,14 @@ scenarios = ["mem"]
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "s.toml", GOOD);
         let plan = Spec::load(&p).unwrap().plan(&p).unwrap();
-        // 2 reps x (semi: bfs x 2 configs + mem: (bfs + wcc) x 2 configs) = 12
-        assert_eq!(plan.runs.len(), 12);
+        // 2 reps x (semi: bfs x 2 configs + mem: (bfs + wcc) x 3 configs) = 16
+        // (the floor config runs only in mem)
+        assert_eq!(plan.runs.len(), 16);
+        assert!(plan
+            .runs
+            .iter()
+            .filter(|r| r.config == "floor")
+            .all(|r| r.scenario == "mem"));
         assert_eq!(plan.timeout, Duration::from_secs(120));
         assert_eq!(plan.baseline, "grid");
         let r = &plan.runs[0];
@@ -848,14 +873,14 @@ scenarios = ["mem"]
         assert!(args.windows(2).any(|w| w == ["--root", "0"]));
         assert!(args.windows(2).any(|w| w == ["--threads", "1"]));
         let wcc: Vec<_> = plan.runs.iter().filter(|r| r.algorithm == "wcc").collect();
-        assert_eq!(wcc.len(), 4);
+        assert_eq!(wcc.len(), 6);
         assert_eq!(wcc[0].runs, "wcc-lp");
         assert_eq!(wcc[1].runs, "wcc");
         assert_eq!(wcc[0].limit, None);
         assert_eq!(wcc[0].memory, 1 << 30);
-        assert_eq!(plan.runs[11].rep, 2);
+        assert_eq!(plan.runs[15].rep, 2);
         let ids: BTreeSet<_> = plan.runs.iter().map(|r| &r.id).collect();
-        assert_eq!(ids.len(), 12);
+        assert_eq!(ids.len(), 16);
         assert!(matches!(
             plan.store("g").recipe,
             Some(Recipe::Generate { .. })
@@ -863,7 +888,7 @@ scenarios = ["mem"]
         // The same spec as JSON.
         let v: toml::Value = toml::from_str(GOOD).unwrap();
         let pj = write(dir.path(), "s.json", &serde_json::to_string(&v).unwrap());
-        assert_eq!(Spec::load(&pj).unwrap().plan(&pj).unwrap().runs.len(), 12);
+        assert_eq!(Spec::load(&pj).unwrap().plan(&pj).unwrap().runs.len(), 16);
     }
 
     fn refused(text: &str) -> String {
@@ -905,8 +930,16 @@ scenarios = ["mem"]
         assert!(e.contains("two configs"), "{e}");
         let e = refused(&GOOD.replace("repetitions = 2", "repetitions = 2\nbogus = 1"));
         assert!(e.contains("bogus"), "{e}");
-        let e = refused(&GOOD.replace("scenarios = [\"mem\"]", "scenarios = [\"ram\"]"));
+        let e = refused(&GOOD.replace(
+            "name = \"wcc\"\nscenarios = [\"mem\"]",
+            "name = \"wcc\"\nscenarios = [\"ram\"]",
+        ));
         assert!(e.contains("\"ram\" is not in the spec"), "{e}");
+        let e = refused(&GOOD.replace(
+            "name = \"floor\"\nscenarios = [\"mem\"]",
+            "name = \"floor\"\nscenarios = [\"ram\"]",
+        ));
+        assert!(e.contains("config floor: scenario \"ram\""), "{e}");
     }
 
     #[test]
