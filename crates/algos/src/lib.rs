@@ -171,6 +171,48 @@ pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
     }
 }
 
+/// Bytes per vertex of the arrays `algo`'s edge pass touches at random on the
+/// streaming engine ([`outcore_engine::stream_random_bytes_per_vertex`]);
+/// `None` when every array is (relaxation programs, union-find, the MIS kernels).
+pub fn stream_random_bytes_per_vertex(algo: Algo) -> Option<u64> {
+    use outcore_engine::stream_random_bytes_per_vertex as program;
+    use programs::*;
+    // The edge programs' own figures (their parameters change no array).
+    let (root, cap, n, damping) = (0, None, 1, 0.85);
+    match algo {
+        Algo::Bfs => program(&Bfs { root, cap }),
+        Algo::Sssp => program(&Sssp { root, cap }),
+        Algo::WccLp => program(&WccLp {
+            cap,
+            both_directions: false,
+        }),
+        Algo::PageRank => program(&PageRank {
+            n,
+            damping,
+            iterations: 1,
+        }),
+        Algo::PageRankDelta => program(&PageRankDelta {
+            n,
+            damping,
+            tolerance: 0.0,
+            cap,
+        }),
+        Algo::Spmv => program(&Spmv { iterations: 1 }),
+        Algo::Conductance => program(&Conductance { seed: 1 }),
+        Algo::MisGas => program(&MisGas { seed: 1, cap }),
+        Algo::Scc => program(&crate::scc::Scc { cap }),
+        Algo::Bp => program(&crate::bp::Bp {
+            coupling: 0.0,
+            seed: 1,
+            tolerance: 0.0,
+            iterations: 1,
+        }),
+        Algo::Mcst => program(&crate::mcst::Mcst { cap }),
+        // Union-find and the hand-written kernels touch every array at random.
+        Algo::Wcc | Algo::Mis | Algo::MisLuby => None,
+    }
+}
+
 /// bp's default coupling strength.
 pub const DEFAULT_COUPLING: f64 = 0.001;
 

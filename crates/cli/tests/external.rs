@@ -353,3 +353,48 @@ fn every_partition_file_is_checked_when_read() {
     }
     assert!(run(&args).status.success());
 }
+
+#[test]
+fn auto_choice_keeps_the_streaming_engine_when_little_is_mapped_in_order() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), false);
+    let st = s(&st);
+    // PageRank's 1.75 MiB of state: at 10600K the streaming engine leaves 1.41
+    // MiB (the 12 B a vertex of sums and out-degrees fit, a fifth is mapped);
+    // at 10M 1.06 MiB (a third would be mapped): the external engine.
+    let explain = |m: &str| {
+        let o = run(&["run", "pagerank", st, "--memory", m, "--explain"]);
+        assert!(o.status.success(), "{}", err(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let p = explain("10600K");
+    assert!(
+        p.starts_with("engine: stream (vertex state 1.75 MiB"),
+        "{p}"
+    );
+    assert!(p.contains("exceeds"), "{p}");
+    assert!(
+        p.contains("touches at random (12 B a vertex) fit")
+            && p.contains("read and written in order once an iteration"),
+        "{p}"
+    );
+    assert!(explain("10M").starts_with("engine: external"));
+    // The run agrees with the one whose arrays are all in memory.
+    let (a, b) = (d.path().join("a.txt"), d.path().join("b.txt"));
+    let stats = d.path().join("a.json");
+    for (m, out) in [("10600K", &a), ("1G", &b)] {
+        let mut args = vec!["run", "pagerank", st, "--memory", m, "--out", s(out)];
+        if out == &a {
+            args.extend_from_slice(&["--stats", s(&stats), "--verify"]);
+        }
+        let o = run(&args);
+        assert!(o.status.success(), "{}", err(&o));
+        assert!(err(&o).contains("on the streaming engine"), "{}", err(&o));
+    }
+    assert_eq!(json(&stats)["engine_choice"]["engine"], "stream");
+    for ((i, p), (j, q)) in values(&a).iter().zip(&values(&b)) {
+        assert_eq!(i, j);
+        let (p, q): (f64, f64) = (p.parse().unwrap(), q.parse().unwrap());
+        assert!((p - q).abs() <= 1e-12 * q.abs().max(1e-300), "{i}: {p} {q}");
+    }
+}

@@ -34,7 +34,7 @@ mod sync;
 mod vertex;
 
 pub use jobs::{program_job, DescribeRefusal, ProgramJob};
-pub use stream::stream_bytes_per_vertex;
+pub use stream::{stream_bytes_per_vertex, stream_random_bytes_per_vertex};
 
 /// Four global sums, added by `init` and `apply`.
 pub type Aggregates = [f64; 4];

@@ -65,6 +65,21 @@ pub fn stream_bytes_per_vertex<P: EdgeProgram>(prog: &P) -> u64 {
     }
 }
 
+/// The bytes per vertex of the arrays a program's edge pass touches at random
+/// on the streaming engine, allocated before the others so that they take the
+/// budget first (`sync_run`): the sums, the out-degrees before the values, and
+/// the values when edges read their destination's. `None` for relaxation
+/// programs, whose one array is written at random. When these fit the budget,
+/// the arrays mapped beyond it are read and written in order once per
+/// iteration, never at random.
+pub fn stream_random_bytes_per_vertex<P: EdgeProgram>(prog: &P) -> Option<u64> {
+    if prog.relaxes() {
+        return None;
+    }
+    let v = std::mem::size_of::<P::V>() as u64;
+    Some(8 + if prog.uses_degrees() { 4 } else { 0 } + if prog.reads_destination() { v } else { 0 })
+}
+
 fn relax_run<P: EdgeProgram, W: Word>(
     e: &mut StreamEngine,
     prog: &P,
