@@ -130,87 +130,79 @@ impl Algo {
     }
 }
 
-/// Bytes per vertex of the vertex arrays `algo` allocates on the streaming engine
-/// (beyond the engine's bitmaps), so a caller can tell whether they fit a budget.
-pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
-    use outcore_engine::stream_bytes_per_vertex as program;
+/// A question asked of an algorithm's edge program ([`ask_program`]).
+trait ProgramQuery {
+    type Answer;
+    fn ask<P: outcore_engine::EdgeProgram>(&self, prog: &P) -> Self::Answer;
+}
+
+/// `q` asked of `algo`'s edge program (with parameters that change no array);
+/// `None` for the algorithms that are not edge programs (wcc's union-find, the
+/// MIS kernels).
+fn ask_program<Q: ProgramQuery>(algo: Algo, q: &Q) -> Option<Q::Answer> {
     use programs::*;
-    // The edge programs' own figures (their parameters change no array).
     let (root, cap, n, damping) = (0, None, 1, 0.85);
-    match algo {
-        Algo::Bfs => program(&Bfs { root, cap }),
-        Algo::Sssp => program(&Sssp { root, cap }),
-        Algo::WccLp => program(&WccLp {
+    Some(match algo {
+        Algo::Bfs => q.ask(&Bfs { root, cap }),
+        Algo::Sssp => q.ask(&Sssp { root, cap }),
+        Algo::WccLp => q.ask(&WccLp {
             cap,
             both_directions: false,
         }),
-        Algo::PageRank => program(&PageRank {
+        Algo::PageRank => q.ask(&PageRank {
             n,
             damping,
             iterations: 1,
         }),
-        Algo::PageRankDelta => program(&PageRankDelta {
+        Algo::PageRankDelta => q.ask(&PageRankDelta {
             n,
             damping,
             tolerance: 0.0,
             cap,
         }),
-        Algo::Spmv => program(&Spmv { iterations: 1 }),
-        Algo::Conductance => program(&Conductance { seed: 1 }),
-        Algo::MisGas => program(&MisGas { seed: 1, cap }),
-        Algo::Scc => program(&crate::scc::Scc { cap }),
-        Algo::Bp => program(&crate::bp::Bp {
+        Algo::Spmv => q.ask(&Spmv { iterations: 1 }),
+        Algo::Conductance => q.ask(&Conductance { seed: 1 }),
+        Algo::MisGas => q.ask(&MisGas { seed: 1, cap }),
+        Algo::Scc => q.ask(&crate::scc::Scc { cap }),
+        Algo::Bp => q.ask(&crate::bp::Bp {
             coupling: 0.0,
             seed: 1,
             tolerance: 0.0,
             iterations: 1,
         }),
-        Algo::Mcst => program(&crate::mcst::Mcst { cap }),
-        Algo::Wcc | Algo::Mis => 4,
-        Algo::MisLuby => 8,
+        Algo::Mcst => q.ask(&crate::mcst::Mcst { cap }),
+        Algo::Wcc | Algo::Mis | Algo::MisLuby => return None,
+    })
+}
+
+/// Bytes per vertex of the vertex arrays `algo` allocates on the streaming engine
+/// (beyond the engine's bitmaps), so a caller can tell whether they fit a budget.
+pub fn stream_bytes_per_vertex(algo: Algo) -> u64 {
+    struct Bytes;
+    impl ProgramQuery for Bytes {
+        type Answer = u64;
+        fn ask<P: outcore_engine::EdgeProgram>(&self, prog: &P) -> u64 {
+            outcore_engine::stream_bytes_per_vertex(prog)
+        }
     }
+    ask_program(algo, &Bytes).unwrap_or(match algo {
+        Algo::MisLuby => 8,
+        _ => 4, // wcc's parents, mis's states
+    })
 }
 
 /// Bytes per vertex of the arrays `algo`'s edge pass touches at random on the
 /// streaming engine ([`outcore_engine::stream_random_bytes_per_vertex`]);
 /// `None` when every array is (relaxation programs, union-find, the MIS kernels).
 pub fn stream_random_bytes_per_vertex(algo: Algo) -> Option<u64> {
-    use outcore_engine::stream_random_bytes_per_vertex as program;
-    use programs::*;
-    // The edge programs' own figures (their parameters change no array).
-    let (root, cap, n, damping) = (0, None, 1, 0.85);
-    match algo {
-        Algo::Bfs => program(&Bfs { root, cap }),
-        Algo::Sssp => program(&Sssp { root, cap }),
-        Algo::WccLp => program(&WccLp {
-            cap,
-            both_directions: false,
-        }),
-        Algo::PageRank => program(&PageRank {
-            n,
-            damping,
-            iterations: 1,
-        }),
-        Algo::PageRankDelta => program(&PageRankDelta {
-            n,
-            damping,
-            tolerance: 0.0,
-            cap,
-        }),
-        Algo::Spmv => program(&Spmv { iterations: 1 }),
-        Algo::Conductance => program(&Conductance { seed: 1 }),
-        Algo::MisGas => program(&MisGas { seed: 1, cap }),
-        Algo::Scc => program(&crate::scc::Scc { cap }),
-        Algo::Bp => program(&crate::bp::Bp {
-            coupling: 0.0,
-            seed: 1,
-            tolerance: 0.0,
-            iterations: 1,
-        }),
-        Algo::Mcst => program(&crate::mcst::Mcst { cap }),
-        // Union-find and the hand-written kernels touch every array at random.
-        Algo::Wcc | Algo::Mis | Algo::MisLuby => None,
+    struct Random;
+    impl ProgramQuery for Random {
+        type Answer = Option<u64>;
+        fn ask<P: outcore_engine::EdgeProgram>(&self, prog: &P) -> Option<u64> {
+            outcore_engine::stream_random_bytes_per_vertex(prog)
+        }
     }
+    ask_program(algo, &Random).flatten()
 }
 
 /// bp's default coupling strength.
