@@ -101,6 +101,17 @@ impl EdgeProgram for Bfs {
         true
     }
     #[inline]
+    fn settles(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn final_after(&self, word: u64, iteration: u64) -> bool {
+        // Sources applied after iteration i are at depth i + 1 or more, so their
+        // candidates are at depth i + 2 or more: a depth of at most i + 1 (and
+        // its smallest parent at that depth) can no longer change.
+        word >> 32 <= iteration + 1
+    }
+    #[inline]
     fn improves(&self, old: u64, new: u64) -> bool {
         // Activated only when the depth drops, not when only the parent does.
         new >> 32 < old >> 32

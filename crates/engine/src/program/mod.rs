@@ -137,6 +137,20 @@ pub trait EdgeProgram: Sync {
     fn relaxes(&self) -> bool {
         false
     }
+    /// For relaxation programs whose every edge is accepted: whether a value
+    /// `word` held by a vertex at the end of iteration `iteration` (counted from
+    /// 0) is final — no edge of a later iteration can lower it, whatever order
+    /// edges are applied in (BFS: a depth of at most `iteration + 1`, since every
+    /// source applied later is at least that deep). The streaming engine then
+    /// passes over edges into such vertices without touching their values
+    /// (a bitmap of one bit a vertex, [`EdgeProgram::settles`]).
+    fn final_after(&self, _word: u64, _iteration: u64) -> bool {
+        false
+    }
+    /// Whether [`EdgeProgram::final_after`] ever holds.
+    fn settles(&self) -> bool {
+        false
+    }
     /// For relaxation programs: whether lowering a value from `old` to `new`
     /// activates the vertex (bfs: only when its depth drops, not its parent).
     fn improves(&self, old: u64, new: u64) -> bool {

@@ -97,14 +97,35 @@ fn relax_run<P: EdgeProgram, W: Word>(
         });
     }
     let both = prog.both_directions();
+    // Vertices whose value is final (`EdgeProgram::final_after`): their edges
+    // are passed over without touching the value array, one bit a vertex in
+    // memory (not kept when the budget would map it).
+    let fin = if prog.settles() && !both {
+        let b = e
+            .budget()
+            .alloc::<u64>("final", (e.vertices() as usize).div_ceil(64), 0)?;
+        (!b.is_mapped()).then_some(b)
+    } else {
+        None
+    };
     let refused = Refused::default();
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let a = st.atomic();
+        let fa = fin.as_ref().map(|f| f.atomic());
+        let settled =
+            |v: u32| fa.is_some_and(|f| f[v as usize / 64].load(Relaxed) >> (v % 64) & 1 == 1);
         e.exec_ahead(
             Mode::Multi,
-            |v| prefetch(a, v),
+            |v| {
+                if !settled(v) {
+                    prefetch(a, v)
+                }
+            },
             |ctx, u, v, w| {
+                if settled(v) {
+                    return;
+                }
                 let m = relax::message::<P, W>(prog, a, u);
                 if !relax::relax::<P, W>(prog, a, m, u, v, w, |x| ctx.activate(x)) {
                     refused.record(u, v, w);
@@ -116,6 +137,16 @@ fn relax_run<P: EdgeProgram, W: Word>(
                 }
             },
         )?;
+        if let Some(f) = fa {
+            // The vertices this iteration changed (the next one's sources)
+            // whose values are now final.
+            let eng = &*e;
+            eng.vmap(|v| {
+                if eng.is_active(v) && prog.final_after(W::load(&a[v as usize]), done) {
+                    f[v as usize / 64].fetch_or(1 << (v % 64), Relaxed);
+                }
+            });
+        }
         done += 1;
         refused.check(prog.name())?;
         if both && e.has_active() {
