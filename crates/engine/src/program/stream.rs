@@ -23,7 +23,7 @@ use super::sync::{combine_atomic, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
 use crate::stream::{prefetch, Mode, StreamEngine};
-use outcore_state::VertexArray;
+use outcore_state::{AtomicBitmap, VertexArray};
 use std::sync::atomic::Ordering::Relaxed;
 
 impl ProgramRunner for StreamEngine<'_> {
@@ -98,13 +98,13 @@ fn relax_run<P: EdgeProgram, W: Word>(
     }
     let both = prog.both_directions();
     // Vertices whose value is final (`EdgeProgram::final_after`): their edges
-    // are passed over without touching the value array, one bit a vertex in
-    // memory (not kept when the budget would map it).
+    // are passed over without touching the value array, one bit a vertex taken
+    // from the budget (not kept when it does not hold them).
     let fin = if prog.settles() && !both {
-        let b = e
-            .budget()
-            .alloc::<u64>("final", (e.vertices() as usize).div_ceil(64), 0)?;
-        (!b.is_mapped()).then_some(b)
+        let n = e.vertices() as usize;
+        e.budget()
+            .take(n.div_ceil(64) as u64 * 8)
+            .then(|| AtomicBitmap::new(n))
     } else {
         None
     };
@@ -112,9 +112,7 @@ fn relax_run<P: EdgeProgram, W: Word>(
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let a = st.atomic();
-        let fa = fin.as_ref().map(|f| f.atomic());
-        let settled =
-            |v: u32| fa.is_some_and(|f| f[v as usize / 64].load(Relaxed) >> (v % 64) & 1 == 1);
+        let settled = |v: u32| fin.as_ref().is_some_and(|f| f.get(v));
         e.exec_ahead(
             Mode::Multi,
             |v| {
@@ -137,13 +135,13 @@ fn relax_run<P: EdgeProgram, W: Word>(
                 }
             },
         )?;
-        if let Some(f) = fa {
+        if let Some(f) = &fin {
             // The vertices this iteration changed (the next one's sources)
             // whose values are now final.
             let eng = &*e;
             eng.vmap(|v| {
                 if eng.is_active(v) && prog.final_after(W::load(&a[v as usize]), done) {
-                    f[v as usize / 64].fetch_or(1 << (v % 64), Relaxed);
+                    f.set(v);
                 }
             });
         }
@@ -152,6 +150,9 @@ fn relax_run<P: EdgeProgram, W: Word>(
         if both && e.has_active() {
             e.activate_all();
         }
+    }
+    if let Some(f) = &fin {
+        e.budget().give_back(f.bytes());
     }
     e.program_iterations = done;
     Ok(st.map_into(|x| {
