@@ -81,6 +81,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         work_dir: a.work_dir.clone(),
         force_mapped: a.mapped_state,
         direct_io: a.direct,
+        band_columns: 0,
     };
     let params = Params {
         root,

@@ -33,7 +33,7 @@ pub use program::{
 };
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{
-    prefetch, prefetch_each, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
+    prefetch, prefetch_each, Band, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
     StreamStats, AHEAD,
 };
 pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};

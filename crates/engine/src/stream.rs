@@ -31,6 +31,12 @@
 //!   engine's [`StateBudget`]: in memory while the budget lasts, mmap'd from the
 //!   work directory beyond it. Edge functions capture them and may touch any
 //!   vertex.
+//! * **Bands (not in the paper).** [`StreamEngine::exec_bands`] streams the
+//!   blocks in bands of target intervals, row by row inside a band, with a hook
+//!   at each band's start and end: an array written only at edges' targets is
+//!   then written one band's slice at a time, which a caller holding a mapped
+//!   array keeps in memory and writes back once (relaxation programs,
+//!   `program/stream.rs`).
 //! * **Sort (§4.2).** [`StreamEngine::sort`] writes a derived layout, all edges in
 //!   a user-defined order (an out-of-core external sort), and
 //!   [`StreamEngine::exec_sorted`] streams it once, in order, on one thread — for
@@ -97,6 +103,14 @@ pub fn prefetch_each<T>(slice: &[T], vs: &[u32]) {
     }
 }
 
+/// What [`StreamEngine::exec_bands`] tells its hook: a band's target vertices
+/// are about to be written, or will not be written again this iteration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Band {
+    Start(Range<u32>),
+    End(Range<u32>),
+}
+
 /// The order blocks are streamed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -133,6 +147,9 @@ pub struct StreamConfig {
     pub force_mapped: bool,
     /// Read blocks with O_DIRECT (bypassing the page cache) instead of buffered.
     pub direct_io: bool,
+    /// Columns per band of a relaxation program's mapped array (0: as many as
+    /// the budget holds; see [`StreamEngine::exec_bands`]).
+    pub band_columns: u32,
 }
 
 impl Default for StreamConfig {
@@ -145,6 +162,7 @@ impl Default for StreamConfig {
             work_dir: None,
             force_mapped: false,
             direct_io: false,
+            band_columns: 0,
         }
     }
 }
@@ -182,6 +200,11 @@ pub struct StreamStats {
     pub ring_slot_bytes: u64,
     /// Vertex arrays mapped from the work directory rather than held in memory.
     pub mapped_arrays: usize,
+    /// Target intervals per band when a relaxation program's mapped array was
+    /// run band by band ([`StreamEngine::exec_bands`]; 0: not banded), and the
+    /// bands processed.
+    pub band_columns: u32,
+    pub bands: u64,
 }
 
 /// Progress callbacks (the CLI draws a bar per iteration).
@@ -299,6 +322,21 @@ impl<'s> StreamEngine<'s> {
     }
 
     /// The engine's worker pool (the edge program adapter's vertex passes).
+    /// Columns per band ([`StreamEngine::exec_bands`]) for an array of
+    /// `bytes_per_vertex` whose band slice is held in memory: as many as keep
+    /// the largest band's slice within three quarters of what the budget has
+    /// left, at least one; recorded in the stats. With the slice's bytes.
+    pub(crate) fn band_columns(&mut self, bytes_per_vertex: u64) -> (u32, u64) {
+        let p = self.grid.partitions();
+        let per = self.store.interval(0).len() as u64 * bytes_per_vertex;
+        let w = match self.cfg.band_columns {
+            0 => (self.budget.remaining() / 4 * 3 / per.max(1)).clamp(1, p as u64) as u32,
+            w => w.min(p),
+        };
+        self.stats.band_columns = w;
+        (w, w as u64 * per)
+    }
+
     pub(crate) fn pool(&self) -> &rayon::ThreadPool {
         &self.pool
     }
@@ -390,9 +428,18 @@ impl<'s> StreamEngine<'s> {
         self.active.get(v)
     }
 
-    /// The blocks in streaming order.
-    fn order(&self) -> Vec<(u32, u32)> {
+    /// The blocks in streaming order: the configured one, or with `band > 0`
+    /// bands of `band` columns one after another, row by row inside a band.
+    fn order(&self, band: u32) -> Vec<(u32, u32)> {
         let p = self.grid.partitions();
+        if band > 0 {
+            return (0..p.div_ceil(band))
+                .flat_map(|b| {
+                    let cols = b * band..((b + 1) * band).min(p);
+                    (0..p).flat_map(move |r| cols.clone().map(move |c| (r, c)))
+                })
+                .collect();
+        }
         match self.cfg.order {
             BlockOrder::RowMajor => (0..p).flat_map(|r| (0..p).map(move |c| (r, c))).collect(),
             BlockOrder::ColumnMajor => (0..p).flat_map(|c| (0..p).map(move |r| (r, c))).collect(),
@@ -455,7 +502,36 @@ impl<'s> StreamEngine<'s> {
         P: Fn(u32) + Sync,
         F: Fn(&Ctx, u32, u32, f32) + Sync,
     {
-        let order = self.order();
+        self.exec_bands(mode, 0, ahead, f, |_| Ok(()))
+    }
+
+    /// [`StreamEngine::exec_ahead`] with the blocks in bands of `band` target
+    /// intervals (columns): band after band, row by row inside a band.
+    /// `hook(Band::Start(targets))` is called with a band's target vertices
+    /// before its first block read in this iteration is processed, and
+    /// `hook(Band::End(targets))` after its last — no edge of another block
+    /// has such a target, and no edge function runs during a hook. An edge
+    /// function that writes only its target then writes one band's slice of a
+    /// vertex array at a time, which the hooks can hold in memory (a mapped
+    /// array under a memory limit: each page written once an iteration, not
+    /// whenever the kernel evicts it), while the sources' values are read once
+    /// a band. Re-entry works as in `exec_ahead` (a block re-enters for the
+    /// sources it activated in its own source interval: diagonal blocks).
+    /// `band == 0`: the configured order, no hook called.
+    pub fn exec_bands<P, F, D>(
+        &mut self,
+        mode: Mode,
+        band: u32,
+        ahead: P,
+        f: F,
+        mut hook: D,
+    ) -> Result<u64>
+    where
+        P: Fn(u32) + Sync,
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+        D: FnMut(Band) -> Result<()>,
+    {
+        let order = self.order(band);
         let grid = &self.grid;
         let active = &self.active;
         let p = grid.partitions();
@@ -521,12 +597,30 @@ impl<'s> StreamEngine<'s> {
                 };
                 local.io_wait_seconds += t.elapsed().as_secs_f64();
                 let block = msg?;
+                // The band of the k-th block (None: not banded).
+                let band_of = |k: usize| todo.get(k).and_then(|&(_, c)| c.checked_div(band));
+                let band_targets = |b: u32| {
+                    let last = ((b + 1) * band).min(p) - 1;
+                    this.store.interval(b * band).start..this.store.interval(last).end
+                };
+                let this_band = band_of(k);
+                if let Some(b) = this_band {
+                    if k == 0 || band_of(k - 1) != this_band {
+                        hook(Band::Start(band_targets(b)))?;
+                    }
+                }
                 let t = Instant::now();
                 this.process(&block, mode, &ahead, &f, &mut local);
                 local.compute_seconds += t.elapsed().as_secs_f64();
                 local.blocks_read += 1;
                 this.observer.block_done(block.num_edges() as u64);
                 let _ = frees[k % readers].send(block);
+                if let Some(b) = this_band {
+                    if band_of(k + 1) != this_band {
+                        hook(Band::End(band_targets(b)))?;
+                        local.bands += 1;
+                    }
+                }
             }
             Ok(())
         })?;
@@ -552,6 +646,7 @@ impl<'s> StreamEngine<'s> {
         s.io_wait_seconds += l.io_wait_seconds;
         s.compute_seconds += l.compute_seconds;
         s.read_seconds += l.read_seconds;
+        s.bands += l.bands;
     }
 
     /// Processes one loaded block: the first pass over its active sources, then

@@ -118,6 +118,23 @@ impl<T: bytemuck::Pod + Send + Sync> VertexArray<T> {
         }
     }
 
+    /// [`VertexArray::write_back`] of elements `r` only (the pages holding
+    /// them).
+    pub fn write_back_range(&self, r: std::ops::Range<usize>) -> std::io::Result<()> {
+        match &self.storage {
+            Storage::Mapped(m) => {
+                let size = std::mem::size_of::<T>();
+                let (a, b) = (r.start.min(self.len) * size, r.end.min(self.len) * size);
+                if b > a {
+                    m.flush_range(a, b - a)
+                } else {
+                    Ok(())
+                }
+            }
+            Storage::Memory(_) => Ok(()),
+        }
+    }
+
     pub fn is_mapped(&self) -> bool {
         matches!(self.backing, Backing::Mapped(_))
     }
@@ -335,6 +352,24 @@ mod tests {
         let z = b.alloc::<f64>("z", 1000, 0.0).unwrap();
         assert!(z.is_mapped() && z.iter().all(|&x| x == 0.0));
         assert_eq!(a.len(), 200);
+    }
+
+    #[test]
+    fn write_back_range_keeps_values_and_clamps() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = StateBudget::new(0, dir.path().to_path_buf());
+        let mut a = b.alloc::<u64>("a", 5000, 3).unwrap();
+        assert!(a.is_mapped());
+        for (i, x) in a.iter_mut().enumerate() {
+            *x = i as u64 * 7;
+        }
+        // A range not on a page boundary, one past the end, an empty one.
+        a.write_back_range(1000..3001).unwrap();
+        a.write_back_range(4000..9000).unwrap();
+        a.write_back_range(6000..7000).unwrap();
+        assert!(a.iter().enumerate().all(|(i, &x)| x == i as u64 * 7));
+        let m = VertexArray::in_memory(10, 1u32);
+        m.write_back_range(0..10).unwrap();
     }
 
     #[test]

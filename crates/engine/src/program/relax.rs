@@ -57,8 +57,14 @@ impl Word for u64 {
 /// The message source `u` sends, read from the shared array.
 #[inline(always)]
 pub(crate) fn message<P: EdgeProgram, W: Word>(p: &P, a: &[W::Atomic], u: u32) -> u64 {
+    message_of::<P, W>(p, &a[u as usize])
+}
+
+/// The message of a source whose word is `x`.
+#[inline(always)]
+pub(crate) fn message_of<P: EdgeProgram, W: Word>(p: &P, x: &W::Atomic) -> u64 {
     let mut val: P::V = bytemuck::Zeroable::zeroed();
-    set_word(&mut val, W::load(&a[u as usize]));
+    set_word(&mut val, W::load(x));
     p.message(&val, 0)
 }
 
@@ -74,10 +80,23 @@ pub(crate) fn relax<P: EdgeProgram, W: Word>(
     w: f32,
     activate: impl FnOnce(u32),
 ) -> bool {
+    relax_into::<P, W>(p, &a[v as usize], msg, u, v, w, activate)
+}
+
+/// [`relax`] of target `v` whose word is `x`.
+#[inline(always)]
+pub(crate) fn relax_into<P: EdgeProgram, W: Word>(
+    p: &P,
+    x: &W::Atomic,
+    msg: u64,
+    u: u32,
+    v: u32,
+    w: f32,
+    activate: impl FnOnce(u32),
+) -> bool {
     let Some(c) = p.edge(msg, u, w) else {
         return false;
     };
-    let x = &a[v as usize];
     if c < W::load(x) && p.improves(W::fetch_min(x, c), c) {
         activate(v);
     }
