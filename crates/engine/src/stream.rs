@@ -590,6 +590,12 @@ impl<'s> StreamEngine<'s> {
                     }
                 });
             }
+            // The band of the k-th block (None: not banded).
+            let band_of = |k: usize| todo.get(k).and_then(|&(_, c)| c.checked_div(band));
+            let band_targets = |b: u32| {
+                let last = ((b + 1) * band).min(p) - 1;
+                this.store.interval(b * band).start..this.store.interval(last).end
+            };
             for k in 0..todo.len() {
                 let t = Instant::now();
                 let Ok(msg) = fulls[k % readers].recv() else {
@@ -597,12 +603,6 @@ impl<'s> StreamEngine<'s> {
                 };
                 local.io_wait_seconds += t.elapsed().as_secs_f64();
                 let block = msg?;
-                // The band of the k-th block (None: not banded).
-                let band_of = |k: usize| todo.get(k).and_then(|&(_, c)| c.checked_div(band));
-                let band_targets = |b: u32| {
-                    let last = ((b + 1) * band).min(p) - 1;
-                    this.store.interval(b * band).start..this.store.interval(last).end
-                };
                 let this_band = band_of(k);
                 if let Some(b) = this_band {
                     if k == 0 || band_of(k - 1) != this_band {

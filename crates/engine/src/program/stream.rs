@@ -174,80 +174,77 @@ fn relax_run<P: EdgeProgram, W: Word>(
     } else {
         None
     };
+    let buf = banded.map(|(_, bytes)| {
+        VertexArray::<W>::in_memory(
+            (bytes / std::mem::size_of::<W>() as u64) as usize,
+            W::from_u64(0),
+        )
+    });
+    let cells = buf.as_ref().map(|buf| BandCells {
+        mapped: st.atomic(),
+        buf: buf.atomic(),
+        lo: AtomicU32::new(0),
+        len: AtomicU32::new(0),
+    });
+    // A band's words in at its start, back out and to the file at its end.
+    let hook = |b: Band| -> Result<()> {
+        let Some(c) = &cells else { return Ok(()) };
+        match b {
+            Band::Start(r) => {
+                let n = r.len();
+                for (x, y) in c.buf[..n]
+                    .iter()
+                    .zip(&c.mapped[r.start as usize..r.end as usize])
+                {
+                    W::store(x, W::load(y));
+                }
+                c.lo.store(r.start, Relaxed);
+                c.len.store(n as u32, Relaxed);
+            }
+            Band::End(r) => {
+                for (x, y) in c
+                    .buf
+                    .iter()
+                    .zip(&c.mapped[r.start as usize..r.end as usize])
+                {
+                    W::store(y, W::load(x));
+                }
+                c.len.store(0, Relaxed);
+                st.write_back_range(r.start as usize..r.end as usize)
+                    .map_err(write_back_error)?;
+            }
+        }
+        Ok(())
+    };
     let refused = Refused::default();
     let mut done = 0u64;
-    match banded {
-        Some((w, bytes)) => {
-            let buf = VertexArray::<W>::in_memory(
-                (bytes / std::mem::size_of::<W>() as u64) as usize,
-                W::from_u64(0),
-            );
-            let cells = BandCells {
-                mapped: st.atomic(),
-                buf: buf.atomic(),
-                lo: AtomicU32::new(0),
-                len: AtomicU32::new(0),
-            };
-            let hook = |b: Band| -> Result<()> {
-                match b {
-                    Band::Start(r) => {
-                        let n = r.len();
-                        for (x, y) in cells.buf[..n]
-                            .iter()
-                            .zip(&cells.mapped[r.start as usize..r.end as usize])
-                        {
-                            W::store(x, W::load(y));
-                        }
-                        cells.lo.store(r.start, Relaxed);
-                        cells.len.store(n as u32, Relaxed);
-                    }
-                    Band::End(r) => {
-                        for (x, y) in cells
-                            .buf
-                            .iter()
-                            .zip(&cells.mapped[r.start as usize..r.end as usize])
-                        {
-                            W::store(y, W::load(x));
-                        }
-                        cells.len.store(0, Relaxed);
-                        st.write_back_range(r.start as usize..r.end as usize)
-                            .map_err(|e| {
-                                EngineError::Invalid(format!(
-                                    "writing mapped vertex state back: {e}"
-                                ))
-                            })?;
-                    }
-                }
-                Ok(())
-            };
-            while prog.proceed(done, &[0.0; 4], e.active_count()) {
-                relax_iteration::<P, W, _>(e, prog, &cells, w, fin.as_ref(), &refused, hook)?;
-                finish_iteration::<P, W>(e, prog, st.atomic(), fin.as_ref(), done);
-                done += 1;
-                refused.check(prog.name())?;
+    while prog.proceed(done, &[0.0; 4], e.active_count()) {
+        let fin = fin.as_ref();
+        match (&cells, banded) {
+            (Some(c), Some((w, _))) => {
+                relax_iteration::<P, W, _>(e, prog, c, w, fin, &refused, hook)?
             }
-            drop(buf);
-            e.budget().give_back(bytes);
+            _ => relax_iteration::<P, W, _>(e, prog, st.atomic(), 0, fin, &refused, hook)?,
         }
-        None => {
-            while prog.proceed(done, &[0.0; 4], e.active_count()) {
-                relax_iteration::<P, W, _>(
-                    e,
-                    prog,
-                    st.atomic(),
-                    0,
-                    fin.as_ref(),
-                    &refused,
-                    |_| Ok(()),
-                )?;
-                finish_iteration::<P, W>(e, prog, st.atomic(), fin.as_ref(), done);
-                done += 1;
-                refused.check(prog.name())?;
-                if both && e.has_active() {
-                    e.activate_all();
+        if let Some(f) = fin {
+            // The vertices this iteration changed (the next one's sources)
+            // whose values are now final.
+            let (eng, a) = (&*e, st.atomic());
+            eng.vmap(|v| {
+                if eng.is_active(v) && prog.final_after(W::load(&a[v as usize]), done) {
+                    f.set(v);
                 }
-            }
+            });
         }
+        done += 1;
+        refused.check(prog.name())?;
+        if both && e.has_active() {
+            e.activate_all();
+        }
+    }
+    drop(buf);
+    if let Some((_, bytes)) = banded {
+        e.budget().give_back(bytes);
     }
     if let Some(f) = &fin {
         e.budget().give_back(f.bytes());
@@ -298,24 +295,6 @@ fn relax_iteration<P: EdgeProgram, W: Word, C: Cells<W::Atomic> + ?Sized>(
         hook,
     )?;
     Ok(())
-}
-
-/// After iteration `done`: the vertices it changed (the next one's sources)
-/// whose values are now final join `fin`.
-fn finish_iteration<P: EdgeProgram, W: Word>(
-    e: &StreamEngine,
-    prog: &P,
-    a: &[W::Atomic],
-    fin: Option<&AtomicBitmap>,
-    done: u64,
-) {
-    if let Some(f) = fin {
-        e.vmap(|v| {
-            if e.is_active(v) && prog.final_after(W::load(&a[v as usize]), done) {
-                f.set(v);
-            }
-        });
-    }
 }
 
 fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArray<P::Out>> {
@@ -401,7 +380,11 @@ fn write_back<V: bytemuck::Pod + Send + Sync>(
     vals.write_back()
         .and_then(|_| sums.write_back())
         .and_then(|_| msgs.as_ref().map_or(Ok(()), |m| m.write_back()))
-        .map_err(|e| crate::EngineError::Invalid(format!("writing mapped vertex state back: {e}")))
+        .map_err(write_back_error)
+}
+
+fn write_back_error(e: std::io::Error) -> EngineError {
+    EngineError::Invalid(format!("writing mapped vertex state back: {e}"))
 }
 
 /// [`vertex_pass`] in the engine's pool, activating on the engine.
