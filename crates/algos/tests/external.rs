@@ -53,12 +53,18 @@ fn build_with(
 }
 
 fn partition(store: &Store, k: u32) -> Store {
+    partition_in(store, k, 64 << 20)
+}
+
+/// Partitions into `k` under a build budget of `memory` (the edges spill in
+/// one level when K x K streams of 4 KiB fit a quarter of it, else in two).
+fn partition_in(store: &Store, k: u32, memory: u64) -> Store {
     let n = store.vertices();
     let opts = VpartOptions {
         // Room for exactly the partitions asked for.
         vertex_memory: n.div_ceil(k as u64) * vpart::HEAVIEST_BYTES_PER_VERTEX,
         partitions: Some(k),
-        memory: 64 << 20,
+        memory,
     };
     let rec = vpart::build(store, &opts, &|_, _, _| {}).unwrap();
     assert_eq!(rec.partitions, k);
@@ -194,6 +200,63 @@ fn kronecker_weighted_directed() {
         false,
     );
     check(&s, &[1, 3, 8]);
+}
+
+/// More partitions than one u64 mask word holds (2 and 4 words: up to the
+/// 254 an owner byte allows): the two-level spill builds the same layout, byte
+/// for byte, as the one-level spill, and every algorithm agrees.
+#[test]
+fn many_partitions_beyond_one_mask_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = build(
+        dir.path(),
+        "kron-many",
+        GenKind::Kronecker {
+            scale: 10,
+            edge_factor: 8,
+        },
+        true,
+        false,
+    );
+    let files = |st: &Store| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(st.dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|f| f.starts_with("vpart."))
+            .map(|f| {
+                let b = std::fs::read(st.dir().join(&f)).unwrap();
+                (f, b)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for k in [100, 254] {
+        // One level: (K x K + 3K) x 4 KiB (267 MB at 254) within a quarter of
+        // 2 GiB; two levels under 8 MiB.
+        let one = files(&partition_in(&s, k, 2 << 30));
+        let two = files(&partition_in(&s, k, 8 << 20));
+        assert_eq!(one.len(), two.len(), "K={k}");
+        assert!(one.len() as u32 >= 8 * k, "K={k}: {} files", one.len());
+        for ((fa, a), (fb, b)) in one.iter().zip(&two) {
+            assert_eq!(fa, fb);
+            assert!(
+                a == b,
+                "K={k}: {fa} differs between one- and two-level spills"
+            );
+        }
+    }
+    check(&s, &[100, 254]);
+    let err = vpart::plan(
+        s.vertices(),
+        &VpartOptions {
+            vertex_memory: 1 << 20,
+            partitions: Some(255),
+            memory: 1 << 30,
+        },
+    )
+    .expect_err("255 partitions refused");
+    assert!(err.to_string().contains("at most 254"), "{err}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub struct PartitionArgs {
     /// vertex, the heaviest algorithm's), e.g. 256M.
     #[arg(long, value_parser = crate::args::parse_size_arg)]
     pub vertex_memory: u64,
-    /// Partitions (at least what --vertex-memory needs; at most 64).
+    /// Partitions (at least what --vertex-memory needs; at most 254).
     #[arg(long)]
     pub partitions: Option<u32>,
     /// Memory budget of the partitioning itself.

@@ -29,8 +29,9 @@
 //! * `vpart.Q.sources` (kind 13): |S_q| records (u32 dense id, u32 edges into q).
 //! * `vpart.Q.edges` (kind 14): the edges, u32 local target (then f32 weight in
 //!   a weighted store) per edge, in source-table order.
-//! * `vpart.Q.mirrors` (kind 15): |D_q| u64 masks, bit p set when the destination
-//!   has a mirror in partition p.
+//! * `vpart.Q.mirrors` (kind 15): per destination, W = ceil(K / 64) u64 words
+//!   of a mask, bit p (word p / 64, bit p % 64) set when the destination has a
+//!   mirror in partition p.
 //!
 //! # Invariants
 //! * Every destination is in exactly one `D_q`; every edge is in exactly one
@@ -50,7 +51,12 @@
 //! at least 4 KiB per stream), three read buffers (a sixteenth each, 64 KiB to
 //! 4 MiB) and two 1 MiB write buffers. Edges pass through one spill file (K x K streams,
 //! (owner of target, owner of source)), so the build reads the CSR twice and
-//! writes and reads the edges once more.
+//! writes and reads the edges once more — when K x K streams of 4 KiB fit the
+//! spill buffers' quarter of the budget. Otherwise the spill has two levels:
+//! K streams by the target's owner, then, for one partition at a time, its
+//! stream split into K streams by the source's owner in a second file (the
+//! owners kept until then), which writes and reads the edges once more again.
+//! Owners are one byte (255 = none yet), so a layout has at most 254 partitions.
 
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
@@ -62,8 +68,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// At most this many partitions (a mirror mask is one u64).
-pub const MAX_PARTITIONS: u32 = 64;
+/// At most this many partitions (an owner is one byte, 255 meaning none).
+pub const MAX_PARTITIONS: u32 = 254;
+
+/// u64 words of one destination's mirror mask in a layout of `k` partitions.
+pub fn mask_words(k: u32) -> usize {
+    (k as usize).div_ceil(64).max(1)
+}
 /// Destination bytes per vertex of the heaviest external program (pagerank-delta:
 /// three f64 values, an f64 accumulator, two u32 epochs and the u32 out-degree).
 pub const HEAVIEST_BYTES_PER_VERTEX: u64 = 44;
@@ -228,11 +239,16 @@ impl<'a, T: bytemuck::Pod> PodStream<'a, T> {
     }
 }
 
-/// Many append-only streams spilled to one temporary file in chunks.
+/// Many append-only streams spilled to one temporary file in chunks. Every
+/// push to one stream has the same length, so every chunk of a stream but its
+/// last is as long as the first: a chunk is remembered by its offset alone.
 struct Spill {
     path: PathBuf,
     out: Option<OutFile>,
-    chunks: Vec<Vec<(u64, u32)>>,
+    /// Per stream: its chunks' offsets, its bytes, and its full chunks' length.
+    chunks: Vec<Vec<u64>>,
+    total: Vec<u64>,
+    full: Vec<u32>,
     bufs: Vec<Vec<u8>>,
     cap: usize,
     pos: u64,
@@ -240,8 +256,19 @@ struct Spill {
 }
 
 impl Spill {
-    fn new(dir: &Path, streams: usize, memory: u64, stats: Arc<IoStats>) -> Result<Spill> {
-        let path = dir.join(format!(".vpart-spill-{}", std::process::id()));
+    /// `level` names the file (`.vpart-spill-PID` for 0, `.vpart-spill-PID-L`).
+    fn new(
+        dir: &Path,
+        level: u32,
+        streams: usize,
+        memory: u64,
+        stats: Arc<IoStats>,
+    ) -> Result<Spill> {
+        let pid = std::process::id();
+        let path = match level {
+            0 => dir.join(format!(".vpart-spill-{pid}")),
+            l => dir.join(format!(".vpart-spill-{pid}-{l}")),
+        };
         let registered = outcore_io::temp::register(&path);
         let out = OutFile::create(&path, stats)?;
         let cap = (memory / streams.max(1) as u64).clamp(4096, 1 << 20) as usize;
@@ -250,6 +277,8 @@ impl Spill {
             _registered: registered,
             out: Some(out),
             chunks: vec![Vec::new(); streams],
+            total: vec![0; streams],
+            full: vec![0; streams],
             bufs: vec![Vec::new(); streams],
             cap,
             pos: 0,
@@ -269,7 +298,12 @@ impl Spill {
             return Ok(());
         }
         self.out.as_mut().expect("open").write_all(b)?;
-        self.chunks[s].push((self.pos, b.len() as u32));
+        if self.chunks[s].is_empty() {
+            self.full[s] = b.len() as u32;
+        }
+        debug_assert!(b.len() as u32 <= self.full[s], "pushes of one length");
+        self.chunks[s].push(self.pos);
+        self.total[s] += b.len() as u64;
         self.pos += b.len() as u64;
         b.clear();
         Ok(())
@@ -286,7 +320,9 @@ impl Spill {
     /// Every chunk of stream `s`, in order.
     fn read(&self, f: &InFile, s: usize, mut each: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let mut buf = Vec::new();
-        for &(off, len) in &self.chunks[s] {
+        let full = self.full[s] as u64;
+        for (i, &off) in self.chunks[s].iter().enumerate() {
+            let len = full.min(self.total[s] - i as u64 * full);
             buf.resize(len as usize, 0);
             f.read_exact_at(off, &mut buf)?;
             each(&buf)?;
@@ -301,15 +337,26 @@ impl Drop for Spill {
     }
 }
 
-fn pick(mask: u64, loads: &[u64], counts: &[u64], cap: u64) -> usize {
-    let best = |m: u64| {
+/// The partition for a new destination: the least-loaded (then lowest) of
+/// those in `mask` below capacity, else of all below capacity.
+fn pick(mask: &[u64], loads: &[u64], counts: &[u64], cap: u64) -> usize {
+    let mut best: Option<usize> = None;
+    for (w, &word) in mask.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let q = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if counts[q] < cap && best.is_none_or(|b| loads[q] < loads[b]) {
+                best = Some(q);
+            }
+        }
+    }
+    best.or_else(|| {
         (0..loads.len())
-            .filter(|&q| m >> q & 1 == 1 && counts[q] < cap)
+            .filter(|&q| counts[q] < cap)
             .min_by_key(|&q| (loads[q], q))
-    };
-    best(mask)
-        .or_else(|| best(u64::MAX))
-        .expect("capacity x partitions >= vertices")
+    })
+    .expect("capacity x partitions >= vertices")
 }
 
 /// Builds the layout of `store` and records it in the manifest (replacing an
@@ -351,6 +398,8 @@ pub fn build(
     owner.bytes().fill(NONE);
     let mut loads = vec![0u64; ku];
     let mut counts = vec![0u64; ku];
+    let words = mask_words(k);
+    let mut mask = vec![0u64; words];
 
     // Pass 1: the greedy assignment over the out-CSR in source order.
     {
@@ -360,7 +409,7 @@ pub fn build(
         let mut done = 0u64;
         for u in 0..n {
             let d = degs.next()?;
-            let mut mask = 0u64;
+            mask.fill(0);
             for _ in 0..d {
                 let v = tgts.next()?;
                 if v as u64 >= n {
@@ -371,11 +420,11 @@ pub fn build(
                 }
                 let mut o = own[v as usize];
                 if o == NONE {
-                    o = pick(mask, &loads, &counts, cap) as u8;
+                    o = pick(&mask, &loads, &counts, cap) as u8;
                     own[v as usize] = o;
                     counts[o as usize] += 1;
                 }
-                mask |= 1 << o;
+                mask[o as usize / 64] |= 1 << (o % 64);
                 loads[o as usize] += 1;
             }
             done += d as u64;
@@ -395,14 +444,18 @@ pub fn build(
         }
     }
 
-    // Local indices; destination ids and degrees spilled per partition.
-    let streams = ku * ku + 3 * ku;
+    // Local indices; destination ids and degrees spilled per partition. Edges
+    // by (target's owner, source's owner) when K x K streams of 4 KiB fit the
+    // spill memory, else by the target's owner alone (two levels).
     let spill_mem = opts.memory / 4;
-    let mut spill = Spill::new(dir, streams, spill_mem, stats.clone())?;
-    let s_edges = |q: usize, p: usize| q * ku + p;
-    let s_ids = |q: usize| ku * ku + q;
-    let s_degs = |q: usize| ku * ku + ku + q;
-    let s_mask = |q: usize| ku * ku + 2 * ku + q;
+    let two_level = ((ku * ku + 3 * ku) as u64) << 12 > spill_mem;
+    let edge_streams = if two_level { ku } else { ku * ku };
+    let streams = edge_streams + 3 * ku;
+    let mut spill = Spill::new(dir, 0, streams, spill_mem, stats.clone())?;
+    let s_edges = |q: usize, p: usize| if two_level { q } else { q * ku + p };
+    let s_ids = |q: usize| edge_streams + q;
+    let s_degs = |q: usize| edge_streams + ku + q;
+    let s_mask = |q: usize| edge_streams + 2 * ku + q;
     {
         let own = owner.bytes();
         let mut degs = PodStream::<u32>::new(&deg_file, chunk);
@@ -425,19 +478,19 @@ pub fn build(
         for u in 0..n as usize {
             let d = degs.next()?;
             let pu = own[u] as usize;
-            let mut mask = 0u64;
+            mask.fill(0);
             rec[0..4].copy_from_slice(&(u as u32).to_le_bytes());
             for _ in 0..d {
                 let v = tgts.next()? as usize;
                 let q = own[v] as usize;
-                mask |= 1 << q;
+                mask[q / 64] |= 1 << (q % 64);
                 rec[4..8].copy_from_slice(&(v as u32).to_le_bytes());
                 if let Some(ws) = &mut ws {
                     rec[8..12].copy_from_slice(&ws.next()?.to_le_bytes());
                 }
                 spill.push(s_edges(q, pu), &rec[..rl])?;
             }
-            spill.push(s_mask(pu), &mask.to_le_bytes())?;
+            spill.push(s_mask(pu), bytemuck::cast_slice(&mask))?;
             done += d as u64;
             if u % (1 << 20) == 0 {
                 progress("distribute", done, m);
@@ -449,7 +502,8 @@ pub fn build(
             ws.check()?;
         }
     }
-    drop(owner);
+    // The second level splits by the source's owner: kept until then.
+    let mut owner = two_level.then_some(owner);
     let sf = spill.finish(stats.clone())?;
 
     // Assembly: each partition's files in turn, under temporary names.
@@ -515,11 +569,28 @@ pub fn build(
             let mut m_q = 0u64;
             let mut e_q = 0u64;
             let mut out = Vec::with_capacity(1 << 20);
+            // Two levels: q's edges split by their source's owner first.
+            let split = match owner.as_mut() {
+                Some(own) => {
+                    let own = own.bytes();
+                    let mut sub = Spill::new(dir, 1, ku, spill_mem, stats.clone())?;
+                    spill.read(&sf, s_edges(q, 0), |b| {
+                        for r in b.chunks_exact(rl) {
+                            let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
+                            sub.push(own[u as usize] as usize, r)?;
+                        }
+                        Ok(())
+                    })?;
+                    let f = sub.finish(stats.clone())?;
+                    Some((sub, f))
+                }
+                None => None,
+            };
             for p in 0..ku {
                 seg[q * (ku + 1) + p] = m_q;
                 let mut cur: Option<(u32, u32)> = None;
                 let mut srcs: Vec<u8> = Vec::new();
-                spill.read(&sf, s_edges(q, p), |b| {
+                let mut each = |b: &[u8]| -> Result<()> {
                     for r in b.chunks_exact(rl) {
                         let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
                         match &mut cur {
@@ -552,7 +623,11 @@ pub fn build(
                         srcs.clear();
                     }
                     Ok(())
-                })?;
+                };
+                match &split {
+                    Some((sub, f)) => sub.read(f, p, &mut each)?,
+                    None => spill.read(&sf, s_edges(q, p), &mut each)?,
+                }
                 if let Some((cu, c)) = cur {
                     srcs.extend_from_slice(&cu.to_le_bytes());
                     srcs.extend_from_slice(&c.to_le_bytes());
@@ -696,7 +771,7 @@ impl VpartLayout {
             let mi = open(file_name(q, "mirrors"), FileKind::VpartMirrors)?;
             let qu = q as usize;
             let ok = d.header.payload_len == 8 * l.record.dests[qu]
-                && mi.header.payload_len == 8 * l.record.dests[qu]
+                && mi.header.payload_len == 8 * mask_words(k) as u64 * l.record.dests[qu]
                 && s.header.payload_len == 8 * l.record.mirrors[qu]
                 && e.header.payload_len == rl * l.record.edges[qu]
                 && l.seg[qu * (ku + 1) + ku] == l.record.mirrors[qu];
@@ -722,6 +797,10 @@ impl VpartLayout {
     }
     pub fn partitions(&self) -> u32 {
         self.record.partitions
+    }
+    /// u64 words of one destination's mirror mask ([`mask_words`]).
+    pub fn mask_words(&self) -> usize {
+        mask_words(self.record.partitions)
     }
 
     /// `count` elements of `T` at payload byte `offset` of partition `q`'s `part`

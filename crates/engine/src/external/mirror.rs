@@ -104,6 +104,7 @@ impl ExternalEngine<'_> {
                 .all(|q| self.layout.segment(q, p + 1) - self.layout.segment(q, p) < 1 << 32);
         let mut built: Vec<u32> = Vec::new();
         let mut skipped = 0u64;
+        let words = self.layout.mask_words() as u64;
         let mut m0 = 0u64;
         while m0 < nd {
             if m0.is_multiple_of(st.skip) {
@@ -130,19 +131,18 @@ impl ExternalEngine<'_> {
                 }
             }
             let c = (nd - m0).min(MASK_CHUNK);
-            let masks: Vec<u64> = self.layout.read(Part::Mirrors, p as usize, 8 * m0, c)?;
-            for (j, &mask) in masks.iter().enumerate() {
+            let masks: Vec<u64> =
+                self.layout
+                    .read(Part::Mirrors, p as usize, 8 * words * m0, words * c)?;
+            for (j, mask) in masks.chunks_exact(words as usize).enumerate() {
                 let i = (m0 as usize) + j;
-                if mask == 0 {
+                if mask.iter().all(|&w| w == 0) {
                     continue;
                 }
                 let r = job.recs[i];
                 let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
                 let known = job.known.as_ref().is_none_or(|k| k[i / super::BLOCK]);
-                let mut bits = mask;
-                while bits != 0 {
-                    let q = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
+                for q in mask_bits(mask) {
                     let at = pos[q];
                     pos[q] += 1;
                     if job.narrow && r >> 32 == it + 1 {
@@ -206,6 +206,20 @@ impl ExternalEngine<'_> {
             seconds: t.elapsed().as_secs_f64(),
         })
     }
+}
+
+/// The partitions set in a mirror mask of u64 words, ascending.
+fn mask_bits(mask: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    mask.iter().enumerate().flat_map(|(w, &word)| {
+        let mut bits = word;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let q = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                w * 64 + q
+            })
+        })
+    })
 }
 
 /// Whether any bit of `needed` in `a..b` is set.
@@ -319,6 +333,14 @@ pub(super) fn add_mirror(stats: &mut ExternalStats, d: &MirrorDone) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mask_bits_names_every_partition_in_every_word() {
+        let mask = [1u64 << 63 | 1, 0, 1 << 5 | 1 << 6, 1 << 61];
+        let got: Vec<usize> = super::mask_bits(&mask).collect();
+        assert_eq!(got, vec![0, 63, 133, 134, 253]);
+        assert_eq!(super::mask_bits(&[0, 0]).count(), 0);
+    }
+
     #[test]
     fn any_needed_sees_exactly_its_range() {
         let mut bits = vec![0u64; 4];

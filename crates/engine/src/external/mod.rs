@@ -67,7 +67,7 @@
 //! # Memory
 //! `--memory` pays: a fixed 8 MiB for the process, K mirror-update buffers (a
 //! sixteenth of the budget shared, 4 to 256 KiB each) with their tails and
-//! 12 KiB of whole-page room each, and a mask chunk, the mirror updates' skip table (at most 64 KiB: see below), one partition's destination data (the program's
+//! 12 KiB of whole-page room each, and a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
 //! between 2 x [`min_slot`] (520 KiB unweighted, 528 KiB weighted) and 64 MiB, shared by the three

@@ -32,16 +32,22 @@ pub(super) const MBLOCK: u64 = 4096;
 /// Destinations whose mirror masks are read at a time.
 pub(super) const MASK_CHUNK: u64 = 1 << 13;
 
-/// The most the mirror updates' skip table may take ([`skip_chunk`]).
-pub(super) const SKIP_TABLE_BYTES: u64 = 64 << 10;
+/// The most the mirror updates' skip table may take ([`skip_chunk`]): 64 KiB,
+/// or twice the table of one unit per partition when that is more (above 90
+/// partitions).
+pub(super) fn skip_table_bytes(partitions: u64) -> u64 {
+    (64 << 10).max(2 * (partitions + 1) * partitions * 4)
+}
 
 /// Destinations per unit a mirror update may skip unread: the smallest
 /// multiple of [`MASK_CHUNK`] by a power of two whose table of mirror positions
 /// (one u32 per partition at every unit's start, `(n / unit + k) x k x 4`
-/// bytes) fits [`SKIP_TABLE_BYTES`].
+/// bytes) fits [`skip_table_bytes`].
 pub(super) fn skip_chunk(vertices: u64, partitions: u64) -> u64 {
     let mut g = MASK_CHUNK;
-    while (vertices / g + partitions + 1) * partitions * 4 > SKIP_TABLE_BYTES && g < 1 << 40 {
+    while (vertices / g + partitions + 1) * partitions * 4 > skip_table_bytes(partitions)
+        && g < 1 << 40
+    {
         g *= 2;
     }
     g
@@ -87,8 +93,8 @@ pub fn plan(
     // padding after it, and the last page written.
     let fixed = FIXED_BYTES
         + k * (mirror_buf + mirror_gap(mirror_buf) as u64 * 8 + MIRROR_PAGES_BYTES)
-        + MASK_CHUNK * 8
-        + SKIP_TABLE_BYTES;
+        + MASK_CHUNK * 8 * outcore_store::vpart::mask_words(record.partitions) as u64
+        + skip_table_bytes(k);
     // Per destination: the program's bytes, one more accumulator per extra thread,
     // and two mirror jobs (this partition's and the previous one's, in flight:
     // 8 bytes and a bit each).
