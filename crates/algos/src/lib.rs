@@ -205,6 +205,25 @@ pub fn stream_random_bytes_per_vertex(algo: Algo) -> Option<u64> {
     ask_program(algo, &Random).flatten()
 }
 
+/// Whether the streaming engine runs `algo` as a relaxation program whose
+/// array, when mapped, runs band by band (its edges write their target only):
+/// bfs, sssp, and wcc-lp on a store with both directions (`directed` false).
+/// `Some(settles)`: whether it also takes a settled-vertex bitmap (one bit a
+/// vertex) from the budget before the band's slice; `None` when not banded.
+pub fn stream_banded(algo: Algo, directed: bool) -> Option<bool> {
+    struct Banded;
+    impl ProgramQuery for Banded {
+        type Answer = Option<bool>;
+        fn ask<P: outcore_engine::EdgeProgram>(&self, prog: &P) -> Option<bool> {
+            (prog.relaxes() && !prog.both_directions()).then(|| prog.settles())
+        }
+    }
+    if algo == Algo::WccLp && directed {
+        return None;
+    }
+    ask_program(algo, &Banded).flatten()
+}
+
 /// bp's default coupling strength.
 pub const DEFAULT_COUPLING: f64 = 0.001;
 
@@ -311,4 +330,23 @@ pub fn compensated_sum(xs: impl Iterator<Item = f64>) -> f64 {
         sum = t;
     }
     sum + comp
+}
+
+#[cfg(test)]
+mod banded_tests {
+    use super::{stream_banded, Algo};
+
+    #[test]
+    fn only_relaxation_programs_writing_their_target_alone_run_in_bands() {
+        for directed in [false, true] {
+            // bfs settles a vertex once reached (a bitmap), sssp never.
+            assert_eq!(stream_banded(Algo::Bfs, directed), Some(true));
+            assert_eq!(stream_banded(Algo::Sssp, directed), Some(false));
+            assert_eq!(stream_banded(Algo::PageRank, directed), None);
+            assert_eq!(stream_banded(Algo::Wcc, directed), None);
+        }
+        // wcc-lp on a one-way store relaxes sources too.
+        assert!(stream_banded(Algo::WccLp, false).is_some());
+        assert_eq!(stream_banded(Algo::WccLp, true), None);
+    }
 }

@@ -11,7 +11,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use outcore_algos::programs::{external_bytes_per_vertex, external_supported, run_program};
 use outcore_algos::{
-    stream_bytes_per_vertex, stream_random_bytes_per_vertex, verify::verify, Algo, Params,
+    stream_banded, stream_bytes_per_vertex, stream_random_bytes_per_vertex, verify::verify, Algo,
+    Params,
 };
 use outcore_engine::external::{self, ExternalObserver, FIXED_BYTES};
 use outcore_engine::{
@@ -101,18 +102,61 @@ fn mapped_in_order(algo: Algo, vertices: u64, need: u64, state_room: u64) -> boo
     random * vertices <= state_room && need.saturating_sub(state_room) * den <= need * num
 }
 
+/// The most bands of grid columns a relaxation program's mapped array may run
+/// in for `outcore run` to keep the streaming engine ([`stream_bands`]): each
+/// band reads the whole grid row by row for its columns, so the edges are read
+/// once an iteration whatever the band count, but a band's blocks are small
+/// reads at every row. Kronecker 24, cold, `--direct`, against the external
+/// engine on a layout built for the same budget (`docs/benchmarks.md`): 2 bands
+/// 11.4 s against 16.2 s (bfs); 3 bands 13.1 s against 17.3 s (bfs) and 72 s
+/// against 103 s (sssp); 5 bands 15.6 s against 14.3 s and 16 bands 24.5 s
+/// against 22.4 s (bfs).
+const MAX_BANDS_FOR_STREAM: u64 = 3;
+
+/// The bands of grid columns the streaming engine runs `algo`'s mapped
+/// relaxation array in when `state_room` is what the budget leaves beside its
+/// buffers (as `StreamEngine::band_columns` sizes them: columns whose slice of
+/// the array fits 3/4 of what is left after the settled-vertex bitmap, when the
+/// program keeps one); `None`
+/// when it would not run band by band.
+fn stream_bands(algo: Algo, store: &Store, state_room: u64) -> Option<u64> {
+    let settles = stream_banded(algo, store.manifest().directed)?;
+    let column = store.interval(0).len() as u64 * stream_bytes_per_vertex(algo);
+    let bitmap = if settles {
+        store.vertices().div_ceil(64) * 8
+    } else {
+        0
+    };
+    let left = state_room.saturating_sub(bitmap);
+    bands(store.partitions() as u64, column, left)
+}
+
+/// Bands of `columns` grid columns of `column` bytes each when `left` bytes
+/// are left for a band's slice (3/4 of them used); `None` when not one column fits.
+fn bands(columns: u64, column: u64, left: u64) -> Option<u64> {
+    let w = (left / 4 * 3 / column.max(1)).min(columns);
+    (w > 0).then(|| columns.div_ceil(w))
+}
+
 /// Which engine runs, and why.
 pub struct Choice {
     pub engine: EngineArg,
     pub reason: String,
+    /// The streaming engine reads the grid past the page cache (`--direct`):
+    /// taken for a mapped array run in bands, whose blocks are read a band's
+    /// columns at a time, so that the kernel's read-ahead into the next band's
+    /// blocks, evicted before use under the limit, is not paid (Kronecker 24 at
+    /// 80M: bfs 15.3 s with it, 23.4 s without; sssp 74 s and 114 s).
+    pub direct: bool,
 }
 
 /// The engine `outcore run` takes: `--engine` when given; otherwise the
 /// streaming engine when the algorithm's vertex state fits what `--memory`
 /// leaves beside the streaming engine's buffers (`state_room`), or when it does
 /// not but the arrays mapped beyond it are only read and written in order and
-/// are a small share of it ([`mapped_in_order`]); else the external engine when
-/// it runs the algorithm.
+/// are a small share of it ([`mapped_in_order`]), or when it is a relaxation
+/// program's one array run in at most [`MAX_BANDS_FOR_STREAM`] bands; else the
+/// external engine when it runs the algorithm.
 pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice {
     let need = stream_bytes_per_vertex(algo) * store.vertices();
     let fits = need <= state_room;
@@ -126,14 +170,17 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
     );
     match a.engine {
         Some(EngineArg::External) => Choice {
+            direct: false,
             engine: EngineArg::External,
             reason: format!("--engine external; {what}"),
         },
         Some(EngineArg::Sortreduce) => Choice {
+            direct: false,
             engine: EngineArg::Sortreduce,
             reason: format!("--engine sortreduce; {what}"),
         },
         Some(e) => Choice {
+            direct: false,
             engine: e,
             reason: if fits || a.mapped_state {
                 format!("--engine stream; {what}")
@@ -142,14 +189,17 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
             },
         },
         None if fits && !a.mapped_state => Choice {
+            direct: false,
             engine: EngineArg::Stream,
             reason: what,
         },
         None if a.mapped_state => Choice {
+            direct: false,
             engine: EngineArg::Stream,
             reason: format!("--mapped-state; {what}"),
         },
         None if mapped_in_order(algo, store.vertices(), need, state_room) => Choice {
+            direct: false,
             engine: EngineArg::Stream,
             reason: format!(
                 "{what}; the arrays its edge pass touches at random ({} B a vertex) fit, and the {} mapped beyond them are read and written in order once an iteration, cheaper than the external engine's partitions",
@@ -157,11 +207,23 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
                 format_bytes(need.saturating_sub(state_room))
             ),
         },
+        None if stream_bands(algo, store, state_room).is_some_and(|b| b <= MAX_BANDS_FOR_STREAM) => {
+            Choice {
+                direct: true,
+                engine: EngineArg::Stream,
+                reason: format!(
+                    "{what}; its mapped array runs in {} bands of the grid's columns (at most {MAX_BANDS_FOR_STREAM}), each band's slice in memory and written back once an iteration, the grid read past the page cache: cheaper than the external engine's partitions",
+                    stream_bands(algo, store, state_room).unwrap_or(0)
+                ),
+            }
+        }
         None if external_supported(algo) => Choice {
+            direct: false,
             engine: EngineArg::External,
             reason: format!("{what}: the external engine holds one partition at a time"),
         },
         None => Choice {
+            direct: false,
             engine: EngineArg::Stream,
             reason: format!(
                 "{what}, but {} does not run on the external engine: arrays are mapped from the work directory (slow)",
@@ -516,6 +578,25 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kronecker 24 (64 columns of 262,144 vertices, 8 B each, a 2 MiB settled
+    /// bitmap) at the budgets measured: what `--explain` reports the streaming
+    /// engine leaves at 112M, 80M, 56M and 32M gives 2, 3, 5 and 16 bands, as
+    /// the runs counted (`bands` in `--stats`).
+    #[test]
+    fn bands_follow_the_room_left_as_the_engine_sizes_them() {
+        let mib = |x: f64| (x * 1048576.0) as u64;
+        let col = 262_144 * 8;
+        for (room, want) in [(92.93, 2), (60.93, 3), (36.93, 5), (12.93, 16)] {
+            assert_eq!(
+                super::bands(64, col, mib(room) - mib(2.0)),
+                Some(want),
+                "{room}"
+            );
+        }
+        assert_eq!(super::bands(64, col, mib(2.0)), None);
+        assert_eq!(super::bands(4, 1, 1 << 20), Some(1));
+    }
 
     #[test]
     fn mapped_in_order_needs_sequential_arrays_and_a_small_mapped_share() {

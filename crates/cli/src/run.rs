@@ -91,8 +91,18 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         seed: a.seed,
         coupling: a.coupling,
     };
-    let mut engine = StreamEngine::new(&store, cfg)?;
+    let mut engine = StreamEngine::new(&store, cfg.clone())?;
     let choice = crate::external::choose(&a, &store, algo, engine.budget().remaining());
+    if choice.direct && !cfg.direct_io {
+        drop(engine);
+        engine = StreamEngine::new(
+            &store,
+            StreamConfig {
+                direct_io: true,
+                ..cfg
+            },
+        )?;
+    }
     if matches!(choice.engine, EngineArg::External | EngineArg::Sortreduce) {
         drop(engine);
         return crate::external::run(a, store, algo, params, choice, start, outputs);

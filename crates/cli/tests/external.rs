@@ -398,3 +398,65 @@ fn auto_choice_keeps_the_streaming_engine_when_little_is_mapped_in_order() {
         assert!((p - q).abs() <= 1e-12 * q.abs().max(1e-300), "{i}: {p} {q}");
     }
 }
+
+#[test]
+fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_bands() {
+    const MEM_FEW: &str = "9600K";
+    const BANDS_FEW: u64 = 2;
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), false);
+    let st = s(&st);
+    // BFS's 512 KiB of state (8 B x 65,536) exceeds the 445 KiB the streaming
+    // engine leaves at 9600K, where its 4 columns of 128 KiB run in 2 bands: it
+    // keeps the streaming engine (fewer columns a band and the external engine
+    // would take over, but the external engine needs more than 9.5M here: the
+    // rule's thresholds are unit tests in src/external.rs).
+    let explain = |m: &str| {
+        let o = run(&["run", "bfs", st, "--root", "3", "--memory", m, "--explain"]);
+        assert!(o.status.success(), "{}", err(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let p = explain(MEM_FEW);
+    assert!(
+        p.starts_with("engine: stream (vertex state 512.00 KiB"),
+        "{p}"
+    );
+    assert!(p.contains("exceeds"), "{p}");
+    assert!(
+        p.contains(&format!("runs in {BANDS_FEW} bands of the grid's columns")),
+        "{p}"
+    );
+    // It agrees with the run whose array is in memory, and went band by band
+    // in as many bands as the choice said.
+    let outs: Vec<PathBuf> = (0..2).map(|i| d.path().join(format!("{i}.txt"))).collect();
+    let stats: Vec<PathBuf> = (0..2).map(|i| d.path().join(format!("{i}.json"))).collect();
+    for (i, (m, engine)) in [(MEM_FEW, "stream"), ("1G", "stream")]
+        .into_iter()
+        .enumerate()
+    {
+        let o = run(&[
+            "run",
+            "bfs",
+            st,
+            "--root",
+            "3",
+            "--memory",
+            m,
+            "--out",
+            s(&outs[i]),
+            "--stats",
+            s(&stats[i]),
+            "--verify",
+        ]);
+        assert!(o.status.success(), "{}", err(&o));
+        let j = json(&stats[i]);
+        assert_eq!(j["engine_choice"]["engine"], engine, "{m}");
+        if i == 0 {
+            let e = &j["engine"];
+            let bands = e["bands"].as_u64().unwrap();
+            let iterations = j["iterations"].as_u64().unwrap();
+            assert_eq!(bands, BANDS_FEW * iterations, "{e}");
+        }
+    }
+    assert_eq!(values(&outs[0]), values(&outs[1]));
+}
