@@ -156,7 +156,9 @@ pub struct Choice {
 /// not but the arrays mapped beyond it are only read and written in order and
 /// are a small share of it ([`mapped_in_order`]), or when it is a relaxation
 /// program's one array run in at most [`MAX_BANDS_FOR_STREAM`] bands; else the
-/// external engine when it runs the algorithm.
+/// external engine when it runs the algorithm and one partition fits the
+/// budget; else the streaming engine with mapped arrays (band by band for
+/// relaxation programs).
 pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice {
     let need = stream_bytes_per_vertex(algo) * store.vertices();
     let fits = need <= state_room;
@@ -217,6 +219,23 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
                 ),
             }
         }
+        None if external_supported(algo) && !external_fits(a, store, algo) => {
+            let bands = stream_bands(algo, store, state_room);
+            Choice {
+                direct: bands.is_some(),
+                engine: EngineArg::Stream,
+                reason: format!(
+                    "{what}, and the external engine cannot hold one partition in --memory {}: arrays are mapped from the work directory{}",
+                    format_bytes(a.memory),
+                    match bands {
+                        Some(b) => format!(
+                            ", the relaxation array run in {b} bands of the grid's columns, the grid read past the page cache"
+                        ),
+                        None => " (slow: the kernel pages them at random)".into(),
+                    }
+                ),
+            }
+        }
         None if external_supported(algo) => Choice {
             direct: false,
             engine: EngineArg::External,
@@ -231,6 +250,22 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
             ),
         },
     }
+}
+
+/// Whether the external engine can run `algo` under `--memory`: on the store's
+/// layout, or on one built for the budget.
+fn external_fits(a: &RunArgs, store: &Store, algo: Algo) -> bool {
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
+    let bpv = external_bytes_per_vertex(algo);
+    let eb = if store.weighted() { 8 } else { 4 };
+    store
+        .manifest()
+        .vpart
+        .as_ref()
+        .is_some_and(|r| external::plan(r, a.memory, bpv, eb, threads).is_ok())
+        || vertex_memory_for(store, a.memory, bpv, eb, threads).is_ok()
 }
 
 /// Vertex memory to partition for under `memory`: the largest that leaves the

@@ -400,7 +400,8 @@ fn auto_choice_keeps_the_streaming_engine_when_little_is_mapped_in_order() {
 }
 
 #[test]
-fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_bands() {
+fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_bands_or_external_cannot_run(
+) {
     const MEM_FEW: &str = "9600K";
     const BANDS_FEW: u64 = 2;
     let d = tempfile::tempdir().unwrap();
@@ -459,4 +460,29 @@ fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_band
         }
     }
     assert_eq!(values(&outs[0]), values(&outs[1]));
+    // At 9500K the external engine cannot hold a partition (it was refused at
+    // once before): the streaming engine runs, 4 bands of one column, with a
+    // warning, and agrees.
+    let p = explain("9500K");
+    assert!(
+        p.contains("the external engine cannot hold one partition") && p.contains("run in 4 bands"),
+        "{p}"
+    );
+    let small = d.path().join("small.txt");
+    let o = run(&[
+        "run",
+        "bfs",
+        st,
+        "--root",
+        "3",
+        "--memory",
+        "9500K",
+        "--out",
+        s(&small),
+        "--verify",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("warning:"), "{}", err(&o));
+    assert!(err(&o).contains("on the streaming engine"), "{}", err(&o));
+    assert_eq!(values(&small), values(&outs[1]));
 }
