@@ -5,7 +5,7 @@
 # resident accumulators on and off, and the request window of §6.5. Every run starts with the store's files
 # evicted from the page cache (posix_fadvise DONTNEED) and writes its --stats
 # JSON (with the mpirun wall time added) into OUT; bench/dist-summary.py OUT
-# turns them into the tables of docs/benchmarks.md.
+# turns them into the tables of docs/benchmarks-distributed.md.
 #
 #   bench/dist.sh OUTCORE_WITH_DIST OUT [DATA]
 #

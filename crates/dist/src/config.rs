@@ -33,7 +33,7 @@ pub struct DistConfig {
     /// stored), at most what `memory` leaves beside one partition's vertex
     /// state, the update bins and a full request window's replies; `None`: an eighth of `memory` (measured against none: 0.49x
     /// the time on one rank, 0.79x and 0.96x on 2 and 4 ranks sharing two
-    /// cores — docs/benchmarks.md).
+    /// cores — docs/benchmarks-distributed.md).
     pub resident_bytes: Option<u64>,
     /// Threads of the computation engine's scatter (0: the machine's cores
     /// but one (the storage engine's) over the ranks mpirun placed on it,
