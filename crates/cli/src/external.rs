@@ -170,6 +170,7 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
         if fits { "fits" } else { "exceeds" },
         format_bytes(state_room)
     );
+    let bands = stream_bands(algo, store, state_room);
     match a.engine {
         Some(EngineArg::External) => Choice {
             direct: false,
@@ -209,33 +210,28 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
                 format_bytes(need.saturating_sub(state_room))
             ),
         },
-        None if stream_bands(algo, store, state_room).is_some_and(|b| b <= MAX_BANDS_FOR_STREAM) => {
-            Choice {
-                direct: true,
-                engine: EngineArg::Stream,
-                reason: format!(
-                    "{what}; its mapped array runs in {} bands of the grid's columns (at most {MAX_BANDS_FOR_STREAM}), each band's slice in memory and written back once an iteration, the grid read past the page cache: cheaper than the external engine's partitions",
-                    stream_bands(algo, store, state_room).unwrap_or(0)
-                ),
-            }
-        }
-        None if external_supported(algo) && !external_fits(a, store, algo) => {
-            let bands = stream_bands(algo, store, state_room);
-            Choice {
-                direct: bands.is_some(),
-                engine: EngineArg::Stream,
-                reason: format!(
-                    "{what}, and the external engine cannot hold one partition in --memory {}: arrays are mapped from the work directory{}",
-                    format_bytes(a.memory),
-                    match bands {
-                        Some(b) => format!(
-                            ", the relaxation array run in {b} bands of the grid's columns, the grid read past the page cache"
-                        ),
-                        None => " (slow: the kernel pages them at random)".into(),
-                    }
-                ),
-            }
-        }
+        None if bands.is_some_and(|b| b <= MAX_BANDS_FOR_STREAM) => Choice {
+            direct: true,
+            engine: EngineArg::Stream,
+            reason: format!(
+                "{what}; its mapped array runs in {} bands of the grid's columns (at most {MAX_BANDS_FOR_STREAM}), each band's slice in memory and written back once an iteration, the grid read past the page cache: cheaper than the external engine's partitions",
+                bands.unwrap_or(0)
+            ),
+        },
+        None if external_supported(algo) && !external_fits(a, store, algo) => Choice {
+            direct: bands.is_some(),
+            engine: EngineArg::Stream,
+            reason: format!(
+                "{what}, and the external engine cannot hold one partition in --memory {}: arrays are mapped from the work directory{}",
+                format_bytes(a.memory),
+                match bands {
+                    Some(b) => format!(
+                        ", the relaxation array run in {b} bands of the grid's columns, the grid read past the page cache"
+                    ),
+                    None => " (slow: the kernel pages them at random)".into(),
+                }
+            ),
+        },
         None if external_supported(algo) => Choice {
             direct: false,
             engine: EngineArg::External,
@@ -255,17 +251,39 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
 /// Whether the external engine can run `algo` under `--memory`: on the store's
 /// layout, or on one built for the budget.
 fn external_fits(a: &RunArgs, store: &Store, algo: Algo) -> bool {
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
-    let bpv = external_bytes_per_vertex(algo);
-    let eb = if store.weighted() { 8 } else { 4 };
-    store
-        .manifest()
-        .vpart
-        .as_ref()
-        .is_some_and(|r| external::plan(r, a.memory, bpv, eb, threads).is_ok())
-        || vertex_memory_for(store, a.memory, bpv, eb, threads).is_ok()
+    let threads = run_threads(a);
+    layout_fits(a, store, algo, threads)
+        || vertex_memory_for(
+            store,
+            a.memory,
+            external_bytes_per_vertex(algo),
+            edge_bytes(store),
+            threads,
+        )
+        .is_ok()
+}
+
+/// Whether the store's layout (if any) holds `algo` under `--memory`.
+fn layout_fits(a: &RunArgs, store: &Store, algo: Algo, threads: usize) -> bool {
+    store.manifest().vpart.as_ref().is_some_and(|r| {
+        let bpv = external_bytes_per_vertex(algo);
+        external::plan(r, a.memory, bpv, edge_bytes(store), threads).is_ok()
+    })
+}
+
+/// Threads of an external or sort-reduce run: `--threads`, else every core.
+fn run_threads(a: &RunArgs) -> usize {
+    a.threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()))
+}
+
+/// Bytes of one edge record in a layout: target, and weight when weighted.
+fn edge_bytes(store: &Store) -> u64 {
+    if store.weighted() {
+        8
+    } else {
+        4
+    }
 }
 
 /// Vertex memory to partition for under `memory`: the largest that leaves the
@@ -333,7 +351,7 @@ impl ExternalObserver for Bars {
 
 /// Bytes an iteration of `algo` reads and writes at most on the layout.
 fn per_iteration_bytes(store: &Store, rec: &VpartRecord, algo: Algo) -> (u64, u64) {
-    let eb = if store.weighted() { 8 } else { 4 };
+    let eb = edge_bytes(store);
     let edges: u64 = rec.edges.iter().sum();
     let mirrors: u64 = rec.mirrors.iter().sum();
     let n = store.vertices();
@@ -370,12 +388,10 @@ pub fn run(
             algo.name()
         );
     }
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()));
+    let threads = run_threads(&a);
     if choice.engine == EngineArg::Sortreduce {
         if a.explain {
-            let eb = if store.weighted() { 8 } else { 4 };
+            let eb = edge_bytes(&store);
             println!(
                 "engine: sort-reduce ({})\nper iteration at most: read {} of edges and offsets, sort {} updates (16 bytes each in memory, 12 spilled), vertex values read twice and written once",
                 choice.reason,
@@ -427,11 +443,9 @@ pub fn run(
         );
     }
     let bpv = external_bytes_per_vertex(algo);
-    let eb = if store.weighted() { 8 } else { 4 };
+    let eb = edge_bytes(&store);
     let current = store.manifest().vpart.clone();
-    let fits = current
-        .as_ref()
-        .is_some_and(|r| external::plan(r, a.memory, bpv, eb, threads).is_ok());
+    let fits = layout_fits(&a, &store, algo, threads);
     let mut store = store;
     let mut built = None;
     if !fits {
