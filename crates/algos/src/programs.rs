@@ -112,6 +112,20 @@ impl EdgeProgram for Bfs {
         word >> 32 <= iteration + 1
     }
     #[inline]
+    fn pulls(&self) -> bool {
+        // A capped search stops after `cap` iterations, whatever they did: a
+        // bottom-up step (one level) and a top-down one (several, with
+        // re-entry) reach different depths by then.
+        self.cap.is_none()
+    }
+    #[inline]
+    fn pulls_from(&self, word: u64, iteration: u64) -> bool {
+        // Depths up to `iteration` are final; a vertex not final with an
+        // in-neighbour at exactly that depth is at depth `iteration + 1`, its
+        // parent the smallest such in-neighbour.
+        word >> 32 == iteration
+    }
+    #[inline]
     fn improves(&self, old: u64, new: u64) -> bool {
         // Activated only when the depth drops, not when only the parent does.
         new >> 32 < old >> 32

@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// runs, or whichever the cost model prices lower.
     #[arg(long, value_enum, default_value_t = EdgeReadsArg::Auto)]
     pub edge_reads: EdgeReadsArg,
+    /// bfs on the streaming engine: run the levels with large frontiers
+    /// bottom-up over the in-edges (stores ingested with --in-edges, or
+    /// undirected), `never`, or every level (`always`, for testing).
+    #[arg(long, value_enum, default_value_t = BottomUpArg::Auto)]
+    pub bottom_up: BottomUpArg,
     #[command(flatten)]
     pub vertex: crate::vertex::VertexArgs,
 }
@@ -135,7 +140,25 @@ impl RunArgs {
             engine: None,
             explain: false,
             edge_reads: EdgeReadsArg::Auto,
+            bottom_up: BottomUpArg::Auto,
             vertex: crate::vertex::VertexArgs::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum BottomUpArg {
+    Auto,
+    Never,
+    Always,
+}
+
+impl From<BottomUpArg> for outcore_engine::BottomUp {
+    fn from(a: BottomUpArg) -> Self {
+        match a {
+            BottomUpArg::Auto => outcore_engine::BottomUp::Auto,
+            BottomUpArg::Never => outcore_engine::BottomUp::Never,
+            BottomUpArg::Always => outcore_engine::BottomUp::Always,
         }
     }
 }

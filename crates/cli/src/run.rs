@@ -82,6 +82,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         force_mapped: a.mapped_state,
         direct_io: a.direct,
         band_columns: 0,
+        bottom_up: a.bottom_up.into(),
     };
     let params = Params {
         root,
@@ -175,12 +176,19 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         outputs.write_stats(&j)?;
     }
     eprintln!(
-        "{}: {} in {:.2}s on the streaming engine ({}), {} iterations, {} blocks read ({} skipped), {} passes, {} edges processed, read {} in {} requests, wrote {}, I/O wait {:.2}s, compute {:.2}s{}",
+        "{}: {} in {:.2}s on the streaming engine ({}), {} iterations{}, {} blocks read ({} skipped), {} passes, {} edges processed, read {} in {} requests, wrote {}, I/O wait {:.2}s, compute {:.2}s{}",
         algo.name(),
         result.summary,
         run_secs,
         choice.reason,
         result.iterations,
+        match es.pull_iterations {
+            0 => String::new(),
+            k => format!(
+                " ({k} bottom-up over {} in-edges in {:.2}s)",
+                es.pull_edges, es.pull_seconds
+            ),
+        },
         es.blocks_read,
         es.blocks_skipped,
         es.passes,

@@ -33,8 +33,8 @@ pub use program::{
 };
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{
-    prefetch, prefetch_each, Band, BlockOrder, Ctx, Mode, SortedEdges, StreamConfig, StreamEngine,
-    StreamStats, AHEAD,
+    prefetch, prefetch_each, Band, BlockOrder, BottomUp, Ctx, Mode, SortedEdges, StreamConfig,
+    StreamEngine, StreamStats, AHEAD,
 };
 pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};
 

@@ -40,7 +40,11 @@
 //! * **Sort (§4.2).** [`StreamEngine::sort`] writes a derived layout, all edges in
 //!   a user-defined order (an out-of-core external sort), and
 //!   [`StreamEngine::exec_sorted`] streams it once, in order, on one thread — for
-//!   order-dependent one-pass algorithms such as greedy MIS (§5.3.1).
+//!   order-dependent one-pass algorithms such as greedy MIS (§5.3.1)
+//!   (`stream/sorted.rs`).
+//! * **Bottom-up iterations (not in the paper).** [`StreamEngine::pull_iteration`]
+//!   runs an iteration that reads the in-edge CSR instead of the grid, for
+//!   direction-optimizing BFS (`program/pull.rs`, [`BottomUp`]).
 //!
 //! # Invariants
 //! * `active` is read-only during an iteration (the loader decides block skips
@@ -62,11 +66,12 @@
 use crate::error::{EngineError, Result};
 use outcore_io::{IoSnapshot, ReadMode};
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
-use outcore_store::format::{FileKind, LayoutFile, LayoutWriter};
-use outcore_store::sort::{ExternalSorter, Record};
 use outcore_store::{GridReader, RawBlock, Store};
 use rayon::prelude::*;
 use std::ops::Range;
+
+mod sorted;
+pub use sorted::SortedEdges;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, sync_channel};
@@ -150,6 +155,29 @@ pub struct StreamConfig {
     /// Columns per band of a relaxation program's mapped array (0: as many as
     /// the budget holds; see [`StreamEngine::exec_bands`]).
     pub band_columns: u32,
+    /// When programs that can ([`crate::EdgeProgram::pulls`]: bfs) run an
+    /// iteration bottom-up over the in-edges instead of pushing along the grid.
+    pub bottom_up: BottomUp,
+}
+
+/// Direction-optimizing BFS (Beamer et al., SC'12) on the streaming engine: when
+/// an iteration runs bottom-up, every vertex not yet final reads its
+/// in-neighbours from the in-edge CSR (`--in-edges`, or the out-edge CSR of an
+/// undirected store) and stops at the first one on the frontier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BottomUp {
+    /// Bottom-up while the frontier's out-edges outnumber a fifteenth of the
+    /// in-edges of the vertices not yet final, back to top-down once the
+    /// frontier shrinks below an eighteenth of the vertices (SC'12's alpha and
+    /// beta); only when the store has in-edges and the budget holds the
+    /// degrees.
+    #[default]
+    Auto,
+    /// Never: every iteration pushes along the grid.
+    Never,
+    /// Every iteration bottom-up (when possible at all), for testing.
+    Always,
 }
 
 impl Default for StreamConfig {
@@ -163,6 +191,7 @@ impl Default for StreamConfig {
             force_mapped: false,
             direct_io: false,
             band_columns: 0,
+            bottom_up: BottomUp::Auto,
         }
     }
 }
@@ -205,6 +234,12 @@ pub struct StreamStats {
     /// bands processed.
     pub band_columns: u32,
     pub bands: u64,
+    /// Iterations run bottom-up over the in-edges, the in-edges they examined
+    /// (each vertex stops at its first frontier in-neighbour) and the seconds
+    /// they took (reads included).
+    pub pull_iterations: u64,
+    pub pull_edges: u64,
+    pub pull_seconds: f64,
 }
 
 /// Progress callbacks (the CLI draws a bar per iteration).
@@ -631,6 +666,38 @@ impl<'s> StreamEngine<'s> {
         Ok(self.active.count())
     }
 
+    /// Edges in the grid rows that hold an active source: what a top-down
+    /// iteration would read (before re-entry).
+    pub(crate) fn active_row_edges(&self) -> u64 {
+        let p = self.grid.partitions();
+        (0..p)
+            .filter(|&r| self.active.any_in(self.store.interval(r)))
+            .flat_map(|r| (0..p).map(move |c| (r, c)))
+            .map(|(r, c)| self.grid.entry(r, c).edges)
+            .sum()
+    }
+
+    /// One iteration run by `body` instead of the grid (a bottom-up step,
+    /// [`crate::program`]): `body` gets the active set and the next one, whose
+    /// vertices become the active set afterwards; it returns the in-edges it
+    /// examined.
+    pub(crate) fn pull_iteration<B>(&mut self, body: B) -> Result<u64>
+    where
+        B: FnOnce(&Self, &AtomicBitmap, &AtomicBitmap) -> Result<u64>,
+    {
+        self.stats.iterations += 1;
+        self.observer
+            .iteration(self.stats.iterations, 0, self.active.count());
+        let t = Instant::now();
+        let edges = body(self, &self.active, &self.next)?;
+        self.stats.pull_iterations += 1;
+        self.stats.pull_edges += edges;
+        self.stats.pull_seconds += t.elapsed().as_secs_f64();
+        std::mem::swap(&mut self.active, &mut self.next);
+        self.next.clear_all();
+        Ok(self.active.count())
+    }
+
     fn merge(&mut self, l: StreamStats) {
         let s = &mut self.stats;
         s.blocks_read += l.blocks_read;
@@ -762,163 +829,6 @@ impl<'s> StreamEngine<'s> {
         })
     }
 
-    /// Writes a derived layout holding every edge ordered by `key(u, v, w)`
-    /// (ascending; CLIP's `Sort`, §4.2), with an out-of-core sort in the work
-    /// directory. The layout is deleted when the returned value is dropped.
-    ///
-    /// ```no_run
-    /// # fn f(engine: &mut outcore_engine::StreamEngine) -> outcore_engine::Result<()> {
-    /// // Undirected edges by their larger endpoint, for greedy MIS.
-    /// let sorted = engine.sort("by-max", |u, v, _w| {
-    ///     ((u.max(v) as u64) << 32) | u.min(v) as u64
-    /// })?;
-    /// engine.exec_sorted(&sorted, |u, v, _w| { let _ = (u, v); })?;
-    /// # Ok(()) }
-    /// ```
-    pub fn sort<K>(&mut self, name: &str, key: K) -> Result<SortedEdges>
-    where
-        K: Fn(u32, u32, f32) -> u64 + Sync,
-    {
-        let t = Instant::now();
-        let work = self.work_dir.clone();
-        outcore_io::temp::clean_stale(&work);
-        // Registered before it exists: a signal between its creation and its
-        // registration would leave it behind.
-        let dir_name = outcore_io::temp::temp_name("sort");
-        let registered = outcore_io::temp::register(&work.join(&dir_name));
-        let dir = tempfile::Builder::new()
-            .prefix(&dir_name)
-            .rand_bytes(0)
-            .tempdir_in(&work)
-            .map_err(|e| outcore_io::IoError::new(&work, "create sort directory", e))?;
-        let mem = self.budget.remaining().max(16 << 20) / 2;
-        let stats = self.store.stats().clone();
-        let mut sorter = ExternalSorter::<Keyed>::new(dir.path().to_path_buf(), mem, stats.clone());
-        self.grid.try_for_each_edge(self.weights, |u, v, w| {
-            sorter.push(Keyed {
-                key: key(u, v, w),
-                u,
-                v,
-                w,
-                pad: 0,
-            })
-        })?;
-        let path = dir.path().join(format!("{name}.sorted"));
-        let mut out = LayoutWriter::create(&path, FileKind::SortedEdges, stats.clone())?;
-        let mut sorted = sorter.finish()?;
-        let mut batch = Vec::new();
-        let mut bytes = Vec::new();
-        let mut count = 0u64;
-        let weighted = self.weights;
-        loop {
-            sorted.next_batch(&mut batch, 1 << 16)?;
-            if batch.is_empty() {
-                break;
-            }
-            bytes.clear();
-            for e in &batch {
-                bytes.extend_from_slice(&e.u.to_le_bytes());
-                bytes.extend_from_slice(&e.v.to_le_bytes());
-                if weighted {
-                    bytes.extend_from_slice(&e.w.to_le_bytes());
-                }
-            }
-            out.append(&bytes)?;
-            count += batch.len() as u64;
-        }
-        drop(sorted);
-        let rec = out.finish(count)?;
-        let file = LayoutFile::open(
-            dir.path(),
-            &rec,
-            FileKind::SortedEdges,
-            ReadMode::Buffered,
-            stats,
-        )?;
-        self.stats.sort_seconds += t.elapsed().as_secs_f64();
-        Ok(SortedEdges {
-            file,
-            edges: count,
-            weighted,
-            _registered: registered,
-            _dir: dir,
-        })
-    }
-
-    /// Streams a layout from [`StreamEngine::sort`] once, in its order, on the
-    /// calling thread, through a loader thread and two buffers; checks its CRC.
-    pub fn exec_sorted<F: FnMut(u32, u32, f32)>(
-        &mut self,
-        s: &SortedEdges,
-        mut f: F,
-    ) -> Result<()> {
-        let rec = if s.weighted { 12usize } else { 8 };
-        let chunk_records = (self.stats.ring_slot_bytes as usize / rec).clamp(1 << 12, 1 << 20);
-        let total = s.edges;
-        let file = &s.file;
-        let expect_crc = s.file.header.crc;
-        self.stats.iterations += 1;
-        self.stats.sorted_passes += 1;
-        let mut local = StreamStats::default();
-        let read_ns = AtomicU64::new(0);
-        std::thread::scope(|sc| -> Result<()> {
-            let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>>>(2);
-            let (free_tx, free_rx) = channel::<Vec<u8>>();
-            for _ in 0..2 {
-                let _ = free_tx.send(Vec::new());
-            }
-            let read_ns = &read_ns;
-            sc.spawn(move || {
-                let mut at = 0u64;
-                while at < total {
-                    let Ok(mut buf) = free_rx.recv() else { return };
-                    let n = (total - at).min(chunk_records as u64) as usize;
-                    buf.resize(n * rec, 0);
-                    let t = Instant::now();
-                    let res = file.read_payload(at * rec as u64, &mut buf);
-                    read_ns.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
-                    at += n as u64;
-                    let failed = res.is_err();
-                    if full_tx.send(res.map(|_| buf).map_err(Into::into)).is_err() || failed {
-                        return;
-                    }
-                }
-            });
-            let mut crc = crc32fast::Hasher::new();
-            loop {
-                let t = Instant::now();
-                let Ok(msg) = full_rx.recv() else { break };
-                local.io_wait_seconds += t.elapsed().as_secs_f64();
-                let buf: Vec<u8> = msg?;
-                let t = Instant::now();
-                crc.update(&buf);
-                for r in buf.chunks_exact(rec) {
-                    let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
-                    let v = u32::from_le_bytes(r[4..8].try_into().unwrap());
-                    let w = if rec == 12 {
-                        f32::from_le_bytes(r[8..12].try_into().unwrap())
-                    } else {
-                        1.0
-                    };
-                    f(u, v, w);
-                }
-                local.edges_processed += (buf.len() / rec) as u64;
-                local.compute_seconds += t.elapsed().as_secs_f64();
-                let _ = free_tx.send(buf);
-            }
-            if crc.finalize() != expect_crc {
-                return Err(EngineError::Invalid(format!(
-                    "{}: checksum mismatch while streaming the sorted layout",
-                    s.file.file.path().display()
-                )));
-            }
-            Ok(())
-        })?;
-        local.read_seconds = read_ns.load(Relaxed) as f64 / 1e9;
-        self.merge(local);
-        Ok(())
-    }
-
     /// Statistics so far, with the store's I/O counters since the engine started.
     pub fn stats(&self) -> StreamStats {
         let io = self.store.stats().snapshot().since(&self.start_io);
@@ -929,61 +839,5 @@ impl<'s> StreamEngine<'s> {
         s.write_requests = io.write_requests;
         s.mapped_arrays = self.budget.mapped_count();
         s
-    }
-}
-
-/// A derived layout from [`StreamEngine::sort`]: every edge, in the key's order.
-pub struct SortedEdges {
-    file: LayoutFile,
-    edges: u64,
-    weighted: bool,
-    // Dropped in this order: the registration, then the directory.
-    _registered: outcore_io::temp::Registration,
-    _dir: tempfile::TempDir,
-}
-
-impl SortedEdges {
-    pub fn edges(&self) -> u64 {
-        self.edges
-    }
-}
-
-/// A sort record: the user's key and the edge.
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-struct Keyed {
-    key: u64,
-    u: u32,
-    v: u32,
-    w: f32,
-    pad: u32,
-}
-
-impl Record for Keyed {
-    const WEIGHTED: bool = true;
-    fn new(u: u32, v: u32, w: f32) -> Self {
-        Keyed {
-            key: 0,
-            u,
-            v,
-            w,
-            pad: 0,
-        }
-    }
-    fn u(&self) -> u32 {
-        self.u
-    }
-    fn v(&self) -> u32 {
-        self.v
-    }
-    fn w(&self) -> f32 {
-        self.w
-    }
-    fn key(&self) -> u64 {
-        self.key
-    }
-    fn tie(&self) -> u32 {
-        // Equal keys: by source, so the order is deterministic.
-        self.u
     }
 }

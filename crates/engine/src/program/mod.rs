@@ -28,6 +28,7 @@
 //! a run gives the same answer for every thread count.
 
 mod jobs;
+mod pull;
 pub(crate) mod relax;
 mod stream;
 mod sync;
@@ -149,6 +150,24 @@ pub trait EdgeProgram: Sync {
     }
     /// Whether [`EdgeProgram::final_after`] ever holds.
     fn settles(&self) -> bool {
+        false
+    }
+    /// For settling relaxation programs on unweighted edges: whether a source
+    /// holding `word` at the start of iteration `iteration` is on the frontier
+    /// a bottom-up step pulls from (bfs: depth exactly `iteration`). Such a
+    /// step relies on three facts the program promises: every vertex whose
+    /// value is not final after `iteration - 1` iterations
+    /// ([`EdgeProgram::final_after`]) and that has an in-neighbour on the
+    /// frontier gets its final value from such an edge; frontier words are
+    /// final; and among the frontier in-neighbours the smallest id gives the
+    /// smallest candidate — so a vertex may stop at its first frontier
+    /// in-neighbour in ascending order (Beamer et al., SC'12, direction-
+    /// optimizing BFS).
+    fn pulls_from(&self, _word: u64, _iteration: u64) -> bool {
+        false
+    }
+    /// Whether [`EdgeProgram::pulls_from`] is meaningful for this program.
+    fn pulls(&self) -> bool {
         false
     }
     /// For relaxation programs: whether lowering a value from `old` to `new`

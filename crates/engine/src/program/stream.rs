@@ -187,7 +187,7 @@ fn relax_run<P: EdgeProgram, W: Word>(
         len: AtomicU32::new(0),
     });
     // A band's words in at its start, back out and to the file at its end.
-    let hook = |b: Band| -> Result<()> {
+    let mut hook = |b: Band| -> Result<()> {
         let Some(c) = &cells else { return Ok(()) };
         match b {
             Band::Start(r) => {
@@ -216,15 +216,30 @@ fn relax_run<P: EdgeProgram, W: Word>(
         }
         Ok(())
     };
+    // Bottom-up iterations over the in-edges (`super::pull`), for arrays in
+    // memory: a mapped array is already run band by band.
+    let pull = match (&fin, st.is_mapped()) {
+        (Some(_), false) => super::pull::InEdges::open(e, prog, true)?,
+        _ => None,
+    };
     let refused = Refused::default();
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let fin = fin.as_ref();
-        match (&cells, banded) {
-            (Some(c), Some((w, _))) => {
-                relax_iteration::<P, W, _>(e, prog, c, w, fin, &refused, hook)?
+        let bottom_up = match (&pull, fin) {
+            (Some(p), Some(f)) => p.choose::<P, W>(e, prog, st.atomic(), f, done),
+            _ => false,
+        };
+        match (&pull, fin) {
+            (Some(p), Some(f)) if bottom_up => {
+                p.step::<P, W>(e, prog, st.atomic(), f, done, &refused)?
             }
-            _ => relax_iteration::<P, W, _>(e, prog, st.atomic(), 0, fin, &refused, hook)?,
+            _ => match (&cells, banded) {
+                (Some(c), Some((w, _))) => {
+                    relax_iteration::<P, W, _>(e, prog, c, w, fin, &refused, &mut hook)?
+                }
+                _ => relax_iteration::<P, W, _>(e, prog, st.atomic(), 0, fin, &refused, &mut hook)?,
+            },
         }
         if let Some(f) = fin {
             // The vertices this iteration changed (the next one's sources)
@@ -243,6 +258,9 @@ fn relax_run<P: EdgeProgram, W: Word>(
         }
     }
     drop(buf);
+    if let Some(p) = pull {
+        e.budget().give_back(p.bytes);
+    }
     if let Some((_, bytes)) = banded {
         e.budget().give_back(bytes);
     }

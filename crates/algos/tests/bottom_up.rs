@@ -1,0 +1,255 @@
+//! Direction-optimizing BFS on the streaming engine: bottom-up iterations over
+//! the in-edges (`--in-edges` stores, or the out-edges of undirected ones) give
+//! exactly the top-down answer — every depth, and every parent the smallest
+//! in-neighbour one level up — for every direction policy, thread count, MRT,
+//! partition count and budget; the automatic policy does run bottom-up on a
+//! small-world graph; a damaged in-edge file is refused by name.
+
+use outcore_algos::{bfs_entry, run, verify::verify, Algo, Output, Params};
+use outcore_engine::{BottomUp, StreamConfig, StreamEngine};
+use outcore_io::IoStats;
+use outcore_store::ingest::Quiet;
+use outcore_store::{ingest, IngestOptions, Store};
+use outcore_testkit::gen::{generate, GenKind, GenOptions};
+use outcore_testkit::reference::{self, MemGraph};
+use std::path::Path;
+
+fn build(
+    dir: &Path,
+    name: &str,
+    kind: GenKind,
+    undirected: bool,
+    in_edges: bool,
+    p: u32,
+) -> (Store, MemGraph) {
+    let input = dir.join(format!("{name}.bin32"));
+    if !input.exists() {
+        let opts = GenOptions {
+            kind: kind.clone(),
+            seed: 29,
+            weighted: false,
+            text: false,
+        };
+        generate(&opts, &input, IoStats::new(), &|_| {}).unwrap();
+    }
+    let n = kind.vertices() as u32;
+    let mut g = MemGraph::from_bin(&std::fs::read(&input).unwrap(), n, false);
+    if undirected {
+        g = g.undirected();
+    }
+    let out = dir.join(format!("{name}-p{p}-{in_edges}"));
+    let opts = IngestOptions {
+        undirected,
+        in_edges,
+        partitions: Some(p),
+        vertices: Some(n as u64),
+        memory: 64 << 20,
+        ..Default::default()
+    };
+    ingest(&[input], &out, &opts, &Quiet).unwrap();
+    (Store::open(&out).unwrap(), g)
+}
+
+/// Depth and the smallest in-neighbour one level up, per vertex.
+fn expected(g: &MemGraph, root: u32) -> Vec<Option<(u32, u32)>> {
+    let depth = reference::bfs(g, root);
+    let mut parent = vec![u32::MAX; g.n as usize];
+    parent[root as usize] = root;
+    for &(u, v, _) in &g.edges {
+        if let (Some(du), Some(dv)) = (depth[u as usize], depth[v as usize]) {
+            if dv == du + 1 {
+                parent[v as usize] = parent[v as usize].min(u);
+            }
+        }
+    }
+    depth
+        .iter()
+        .zip(&parent)
+        .map(|(d, &p)| d.map(|d| (d, p)))
+        .collect()
+}
+
+/// Runs bfs from `root`; the result and the (bottom-up, all) iterations.
+fn bfs(store: &Store, cfg: &StreamConfig, root: u32) -> (Vec<Option<(u32, u32)>>, u64, u64) {
+    let params = Params {
+        root,
+        ..Default::default()
+    };
+    let mut e = StreamEngine::new(store, cfg.clone()).unwrap();
+    let r = run(&mut e, Algo::Bfs, &params).unwrap();
+    verify(store, Algo::Bfs, &params, &r.output).unwrap();
+    let Output::Bfs(a) = &r.output else {
+        panic!("bfs gave another output")
+    };
+    let s = e.stats();
+    (
+        a.iter().map(|&x| bfs_entry(x)).collect(),
+        s.pull_iterations,
+        s.iterations,
+    )
+}
+
+fn configs() -> Vec<(String, StreamConfig)> {
+    let mut v = Vec::new();
+    for bottom_up in [BottomUp::Never, BottomUp::Auto, BottomUp::Always] {
+        for (threads, mrt) in [(1, 5), (2, 5), (2, 1)] {
+            v.push((
+                format!("{bottom_up:?}, threads {threads}, mrt {mrt}"),
+                StreamConfig {
+                    memory: 64 << 20,
+                    threads,
+                    mrt,
+                    bottom_up,
+                    ..Default::default()
+                },
+            ));
+        }
+    }
+    v
+}
+
+#[test]
+fn bottom_up_bfs_gives_the_top_down_answer_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let graphs = [
+        (
+            "kron",
+            GenKind::Kronecker {
+                scale: 11,
+                edge_factor: 8,
+            },
+            false,
+        ),
+        ("grid", GenKind::Grid { rows: 30, cols: 21 }, false),
+        (
+            "uniform-und",
+            GenKind::Uniform {
+                vertices: 900,
+                edges: 1400,
+            },
+            true,
+        ),
+    ];
+    for (name, kind, undirected) in graphs {
+        for p in [1u32, 4] {
+            // An undirected store pulls over its out-edges; a directed one needs
+            // its in-edges.
+            let (store, g) = build(dir.path(), name, kind.clone(), undirected, !undirected, p);
+            for root in [0, g.n / 3, g.n - 1] {
+                let want = expected(&g, root);
+                for (what, cfg) in configs() {
+                    let (got, pulled, iterations) = bfs(&store, &cfg, root);
+                    let ctx = format!("{name} P={p} root {root}, {what}");
+                    assert_eq!(got, want, "{ctx}");
+                    match cfg.bottom_up {
+                        BottomUp::Never => assert_eq!(pulled, 0, "{ctx}"),
+                        BottomUp::Always => assert_eq!(pulled, iterations, "{ctx}"),
+                        BottomUp::Auto => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_automatic_policy_goes_bottom_up_on_a_small_world_graph_only_when_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 13,
+        edge_factor: 16,
+    };
+    let auto = StreamConfig {
+        memory: 64 << 20,
+        threads: 2,
+        ..Default::default()
+    };
+    let (store, g) = build(dir.path(), "kron13", kind.clone(), false, true, 4);
+    let root = (0..g.n)
+        .max_by_key(|&v| g.edges.iter().filter(|e| e.0 == v).count())
+        .unwrap();
+    let want = expected(&g, root);
+    let (got, pulled, iterations) = bfs(&store, &auto, root);
+    assert_eq!(got, want);
+    assert!(
+        pulled > 0 && pulled < iterations,
+        "{pulled} of {iterations} iterations bottom-up"
+    );
+    // Without in-edges a directed store cannot pull, whatever the policy.
+    let (plain, _) = build(dir.path(), "kron13", kind, false, false, 4);
+    let always = StreamConfig {
+        bottom_up: BottomUp::Always,
+        ..auto.clone()
+    };
+    let (got, pulled, _) = bfs(&plain, &always, root);
+    assert_eq!((got, pulled), (want.clone(), 0));
+    // Nor when the budget cannot hold the degrees and the read buffers (two
+    // threads: 2 MiB of buffers) beside the depths: the smallest budget that
+    // leaves 256 KiB for vertex state (64 KiB of depths) runs top-down only.
+    let mut memory = 8 << 20;
+    let tight = loop {
+        let cfg = StreamConfig {
+            memory,
+            ..always.clone()
+        };
+        if StreamEngine::new(&store, cfg.clone())
+            .unwrap()
+            .budget()
+            .remaining()
+            >= 256 << 10
+        {
+            break cfg;
+        }
+        memory += 64 << 10;
+    };
+    let (got, pulled, _) = bfs(&store, &tight, root);
+    assert_eq!((got, pulled), (want.clone(), 0));
+    let roomy = StreamConfig {
+        memory: tight.memory + (4 << 20),
+        ..tight
+    };
+    let (got, pulled, iterations) = bfs(&store, &roomy, root);
+    assert_eq!((got, pulled), (want, iterations));
+}
+
+#[test]
+fn a_damaged_in_edge_file_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 10,
+        edge_factor: 8,
+    };
+    let (store, g) = build(dir.path(), "kron10", kind, false, true, 2);
+    let path = store.dir().join("csr.in.targets");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let store = Store::open(store.dir()).unwrap();
+    let cfg = StreamConfig {
+        memory: 64 << 20,
+        bottom_up: BottomUp::Always,
+        ..Default::default()
+    };
+    let mut e = StreamEngine::new(&store, cfg).unwrap();
+    let params = Params {
+        root: 0,
+        ..Default::default()
+    };
+    let Err(err) = run(&mut e, Algo::Bfs, &params) else {
+        panic!("a damaged in-edge file went unnoticed")
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("csr.in.targets") && err.contains("checksum"),
+        "{err}"
+    );
+    // Top-down never reads it.
+    let cfg = StreamConfig {
+        memory: 64 << 20,
+        bottom_up: BottomUp::Never,
+        ..Default::default()
+    };
+    let (got, _, _) = bfs(&store, &cfg, 0);
+    assert_eq!(got, expected(&g, 0));
+}
