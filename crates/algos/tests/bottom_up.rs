@@ -3,7 +3,7 @@
 //! exactly the top-down answer — every depth, and every parent the smallest
 //! in-neighbour one level up — for every direction policy, thread count, MRT,
 //! partition count and budget; the automatic policy does run bottom-up on a
-//! small-world graph; a damaged in-edge file is refused by name.
+//! small-world graph; a damaged in-edge or out-edge file is refused by name.
 
 use outcore_algos::{bfs_entry, run, verify::verify, Algo, Output, Params};
 use outcore_engine::{BottomUp, StreamConfig, StreamEngine};
@@ -71,6 +71,16 @@ fn expected(g: &MemGraph, root: u32) -> Vec<Option<(u32, u32)>> {
 
 /// Runs bfs from `root`; the result and the (bottom-up, all) iterations.
 fn bfs(store: &Store, cfg: &StreamConfig, root: u32) -> (Vec<Option<(u32, u32)>>, u64, u64) {
+    let (got, bottom_up, _, iterations) = bfs_steps(store, cfg, root);
+    (got, bottom_up, iterations)
+}
+
+/// [`bfs`] with the sparse iterations too: (result, bottom-up, sparse, all).
+fn bfs_steps(
+    store: &Store,
+    cfg: &StreamConfig,
+    root: u32,
+) -> (Vec<Option<(u32, u32)>>, u64, u64, u64) {
     let params = Params {
         root,
         ..Default::default()
@@ -84,14 +94,20 @@ fn bfs(store: &Store, cfg: &StreamConfig, root: u32) -> (Vec<Option<(u32, u32)>>
     let s = e.stats();
     (
         a.iter().map(|&x| bfs_entry(x)).collect(),
-        s.pull_iterations,
+        s.bottom_up_iterations,
+        s.sparse_iterations,
         s.iterations,
     )
 }
 
 fn configs() -> Vec<(String, StreamConfig)> {
     let mut v = Vec::new();
-    for bottom_up in [BottomUp::Never, BottomUp::Auto, BottomUp::Always] {
+    for bottom_up in [
+        BottomUp::Never,
+        BottomUp::Auto,
+        BottomUp::Always,
+        BottomUp::Sparse,
+    ] {
         for (threads, mrt) in [(1, 5), (2, 5), (2, 1)] {
             v.push((
                 format!("{bottom_up:?}, threads {threads}, mrt {mrt}"),
@@ -138,12 +154,13 @@ fn bottom_up_bfs_gives_the_top_down_answer_everywhere() {
             for root in [0, g.n / 3, g.n - 1] {
                 let want = expected(&g, root);
                 for (what, cfg) in configs() {
-                    let (got, pulled, iterations) = bfs(&store, &cfg, root);
+                    let (got, pulled, sparse, iterations) = bfs_steps(&store, &cfg, root);
                     let ctx = format!("{name} P={p} root {root}, {what}");
                     assert_eq!(got, want, "{ctx}");
                     match cfg.bottom_up {
-                        BottomUp::Never => assert_eq!(pulled, 0, "{ctx}"),
-                        BottomUp::Always => assert_eq!(pulled, iterations, "{ctx}"),
+                        BottomUp::Never => assert_eq!((pulled, sparse), (0, 0), "{ctx}"),
+                        BottomUp::Always => assert_eq!((pulled, sparse), (iterations, 0), "{ctx}"),
+                        BottomUp::Sparse => assert_eq!((pulled, sparse), (0, iterations), "{ctx}"),
                         BottomUp::Auto => {}
                     }
                 }
@@ -169,11 +186,11 @@ fn the_automatic_policy_goes_bottom_up_on_a_small_world_graph_only_when_it_can()
         .max_by_key(|&v| g.edges.iter().filter(|e| e.0 == v).count())
         .unwrap();
     let want = expected(&g, root);
-    let (got, pulled, iterations) = bfs(&store, &auto, root);
+    let (got, pulled, sparse, iterations) = bfs_steps(&store, &auto, root);
     assert_eq!(got, want);
     assert!(
-        pulled > 0 && pulled < iterations,
-        "{pulled} of {iterations} iterations bottom-up"
+        pulled > 0 && pulled + sparse < iterations,
+        "{pulled} bottom-up and {sparse} sparse of {iterations} iterations"
     );
     // Without in-edges a directed store cannot pull, whatever the policy.
     let (plain, _) = build(dir.path(), "kron13", kind, false, false, 4);
@@ -219,37 +236,44 @@ fn a_damaged_in_edge_file_is_refused_by_name() {
         scale: 10,
         edge_factor: 8,
     };
-    let (store, g) = build(dir.path(), "kron10", kind, false, true, 2);
-    let path = store.dir().join("csr.in.targets");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = bytes.len() - 100;
-    bytes[at] ^= 0x5a;
-    std::fs::write(&path, &bytes).unwrap();
-    let store = Store::open(store.dir()).unwrap();
-    let cfg = StreamConfig {
-        memory: 64 << 20,
-        bottom_up: BottomUp::Always,
-        ..Default::default()
-    };
-    let mut e = StreamEngine::new(&store, cfg).unwrap();
-    let params = Params {
-        root: 0,
-        ..Default::default()
-    };
-    let Err(err) = run(&mut e, Algo::Bfs, &params) else {
-        panic!("a damaged in-edge file went unnoticed")
-    };
-    let err = err.to_string();
-    assert!(
-        err.contains("csr.in.targets") && err.contains("checksum"),
-        "{err}"
-    );
-    // Top-down never reads it.
-    let cfg = StreamConfig {
-        memory: 64 << 20,
-        bottom_up: BottomUp::Never,
-        ..Default::default()
-    };
-    let (got, _, _) = bfs(&store, &cfg, 0);
-    assert_eq!(got, expected(&g, 0));
+    // Bottom-up steps read every in-list at once; sparse ones the root's
+    // out-list first: the smallest vertex with out-edges, whose list is the
+    // first of the file.
+    let root = |g: &MemGraph| g.edges.iter().map(|e| e.0).min().unwrap();
+    for (file, mode) in [
+        ("csr.in.targets", BottomUp::Always),
+        ("csr.out.targets", BottomUp::Sparse),
+    ] {
+        let (store, g) = build(dir.path(), "kron10", kind.clone(), false, true, 2);
+        let path = store.dir().join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = outcore_store::format::HEADER_LEN as usize;
+        bytes[at] ^= 0x5a;
+        std::fs::write(&path, &bytes).unwrap();
+        let store = Store::open(store.dir()).unwrap();
+        let cfg = StreamConfig {
+            memory: 64 << 20,
+            bottom_up: mode,
+            ..Default::default()
+        };
+        let mut e = StreamEngine::new(&store, cfg).unwrap();
+        let params = Params {
+            root: root(&g),
+            ..Default::default()
+        };
+        let Err(err) = run(&mut e, Algo::Bfs, &params) else {
+            panic!("a damaged {file} went unnoticed")
+        };
+        let err = err.to_string();
+        assert!(err.contains(file) && err.contains("checksum"), "{err}");
+        // Top-down along the grid never reads it.
+        let cfg = StreamConfig {
+            memory: 64 << 20,
+            bottom_up: BottomUp::Never,
+            ..Default::default()
+        };
+        let (got, _, _) = bfs(&store, &cfg, root(&g));
+        assert_eq!(got, expected(&g, root(&g)));
+        std::fs::remove_dir_all(store.dir()).unwrap();
+    }
 }

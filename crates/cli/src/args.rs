@@ -89,8 +89,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = EdgeReadsArg::Auto)]
     pub edge_reads: EdgeReadsArg,
     /// bfs on the streaming engine: run the levels with large frontiers
-    /// bottom-up over the in-edges (stores ingested with --in-edges, or
-    /// undirected), `never`, or every level (`always`, for testing).
+    /// bottom-up over the in-edges and the last small ones from the out-edge
+    /// lists (stores ingested with --in-edges, or undirected), `never`, or
+    /// every level bottom-up (`always`) or from the out-edge lists (`sparse`),
+    /// for testing.
     #[arg(long, value_enum, default_value_t = BottomUpArg::Auto)]
     pub bottom_up: BottomUpArg,
     #[command(flatten)]
@@ -151,6 +153,7 @@ pub enum BottomUpArg {
     Auto,
     Never,
     Always,
+    Sparse,
 }
 
 impl From<BottomUpArg> for outcore_engine::BottomUp {
@@ -159,6 +162,7 @@ impl From<BottomUpArg> for outcore_engine::BottomUp {
             BottomUpArg::Auto => outcore_engine::BottomUp::Auto,
             BottomUpArg::Never => outcore_engine::BottomUp::Never,
             BottomUpArg::Always => outcore_engine::BottomUp::Always,
+            BottomUpArg::Sparse => outcore_engine::BottomUp::Sparse,
         }
     }
 }

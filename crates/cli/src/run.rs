@@ -182,11 +182,11 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         run_secs,
         choice.reason,
         result.iterations,
-        match es.pull_iterations {
-            0 => String::new(),
-            k => format!(
-                " ({k} bottom-up over {} in-edges in {:.2}s)",
-                es.pull_edges, es.pull_seconds
+        match (es.bottom_up_iterations, es.sparse_iterations) {
+            (0, 0) => String::new(),
+            (b, s) => format!(
+                " ({b} bottom-up, {s} sparse: {} CSR edges in {:.2}s)",
+                es.csr_edges, es.csr_seconds
             ),
         },
         es.blocks_read,

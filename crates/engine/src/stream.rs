@@ -42,9 +42,10 @@
 //!   [`StreamEngine::exec_sorted`] streams it once, in order, on one thread — for
 //!   order-dependent one-pass algorithms such as greedy MIS (§5.3.1)
 //!   (`stream/sorted.rs`).
-//! * **Bottom-up iterations (not in the paper).** [`StreamEngine::pull_iteration`]
-//!   runs an iteration that reads the in-edge CSR instead of the grid, for
-//!   direction-optimizing BFS (`program/pull.rs`, [`BottomUp`]).
+//! * **Iterations from the CSR (not in the paper).** `StreamEngine::csr_iteration`
+//!   runs an iteration that reads the store's CSR lists instead of the grid:
+//!   bottom-up over the in-edges, or top-down over a small frontier's
+//!   out-edges, for direction-optimizing BFS (`program/pull.rs`, [`BottomUp`]).
 //!
 //! # Invariants
 //! * `active` is read-only during an iteration (the loader decides block skips
@@ -178,6 +179,9 @@ pub enum BottomUp {
     Never,
     /// Every iteration bottom-up (when possible at all), for testing.
     Always,
+    /// Every iteration top-down from the out-edge CSR lists instead of the
+    /// grid (when bottom-up is possible at all), for testing.
+    Sparse,
 }
 
 impl Default for StreamConfig {
@@ -234,12 +238,14 @@ pub struct StreamStats {
     /// bands processed.
     pub band_columns: u32,
     pub bands: u64,
-    /// Iterations run bottom-up over the in-edges, the in-edges they examined
-    /// (each vertex stops at its first frontier in-neighbour) and the seconds
-    /// they took (reads included).
-    pub pull_iterations: u64,
-    pub pull_edges: u64,
-    pub pull_seconds: f64,
+    /// Iterations run from the CSR lists instead of the grid: bottom-up over
+    /// the in-edges (each vertex not final stops at its first frontier
+    /// in-neighbour), or sparse top-down over the active vertices' out-edges;
+    /// the edges they examined and the seconds they took (reads included).
+    pub bottom_up_iterations: u64,
+    pub sparse_iterations: u64,
+    pub csr_edges: u64,
+    pub csr_seconds: f64,
 }
 
 /// Progress callbacks (the CLI draws a bar per iteration).
@@ -666,22 +672,31 @@ impl<'s> StreamEngine<'s> {
         Ok(self.active.count())
     }
 
-    /// Edges in the grid rows that hold an active source: what a top-down
-    /// iteration would read (before re-entry).
-    pub(crate) fn active_row_edges(&self) -> u64 {
+    /// Edges and bytes (without weights) of the grid rows that hold an active
+    /// source: what a top-down iteration would process and read (before
+    /// re-entry).
+    pub(crate) fn active_rows(&self) -> (u64, u64) {
         let p = self.grid.partitions();
         (0..p)
             .filter(|&r| self.active.any_in(self.store.interval(r)))
             .flat_map(|r| (0..p).map(move |c| (r, c)))
-            .map(|(r, c)| self.grid.entry(r, c).edges)
-            .sum()
+            .map(|(r, c)| {
+                let e = self.grid.entry(r, c).edges;
+                let b = if e == 0 {
+                    0
+                } else {
+                    self.grid.block_read_bytes(r, c, false)
+                };
+                (e, b)
+            })
+            .fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1))
     }
 
-    /// One iteration run by `body` instead of the grid (a bottom-up step,
-    /// [`crate::program`]): `body` gets the active set and the next one, whose
-    /// vertices become the active set afterwards; it returns the in-edges it
-    /// examined.
-    pub(crate) fn pull_iteration<B>(&mut self, body: B) -> Result<u64>
+    /// One iteration run by `body` from the store's CSR lists instead of the
+    /// grid (a bottom-up step, or a sparse top-down one; `program/pull.rs`):
+    /// `body` gets the active set and the next one, whose vertices become the
+    /// active set afterwards; it returns the edges it examined.
+    pub(crate) fn csr_iteration<B>(&mut self, bottom_up: bool, body: B) -> Result<u64>
     where
         B: FnOnce(&Self, &AtomicBitmap, &AtomicBitmap) -> Result<u64>,
     {
@@ -690,9 +705,13 @@ impl<'s> StreamEngine<'s> {
             .iteration(self.stats.iterations, 0, self.active.count());
         let t = Instant::now();
         let edges = body(self, &self.active, &self.next)?;
-        self.stats.pull_iterations += 1;
-        self.stats.pull_edges += edges;
-        self.stats.pull_seconds += t.elapsed().as_secs_f64();
+        if bottom_up {
+            self.stats.bottom_up_iterations += 1;
+        } else {
+            self.stats.sparse_iterations += 1;
+        }
+        self.stats.csr_edges += edges;
+        self.stats.csr_seconds += t.elapsed().as_secs_f64();
         std::mem::swap(&mut self.active, &mut self.next);
         self.next.clear_all();
         Ok(self.active.count())

@@ -21,6 +21,7 @@
 //!   each edge acts once per iteration. Out-degrees (4 bytes) are read when the
 //!   program uses them ([`EdgeProgram::uses_degrees`]).
 
+use super::pull::Step;
 use super::relax::{self, Refused, Word};
 use super::sync::{combine_atomic, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
@@ -226,13 +227,13 @@ fn relax_run<P: EdgeProgram, W: Word>(
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let fin = fin.as_ref();
-        let bottom_up = match (&pull, fin) {
+        let step = match (&pull, fin) {
             (Some(p), Some(f)) => p.choose::<P, W>(e, prog, st.atomic(), f, done),
-            _ => false,
+            _ => Step::TopDown,
         };
         match (&pull, fin) {
-            (Some(p), Some(f)) if bottom_up => {
-                p.step::<P, W>(e, prog, st.atomic(), f, done, &refused)?
+            (Some(p), Some(f)) if step != Step::TopDown => {
+                p.step::<P, W>(e, step, prog, st.atomic(), f, done, &refused)?
             }
             _ => match (&cells, banded) {
                 (Some(c), Some((w, _))) => {
