@@ -50,8 +50,11 @@ fn build(
     (Store::open(&out).unwrap(), g)
 }
 
+/// Per vertex: its depth and parent, when reached.
+type Tree = Vec<Option<(u32, u32)>>;
+
 /// Depth and the smallest in-neighbour one level up, per vertex.
-fn expected(g: &MemGraph, root: u32) -> Vec<Option<(u32, u32)>> {
+fn expected(g: &MemGraph, root: u32) -> Tree {
     let depth = reference::bfs(g, root);
     let mut parent = vec![u32::MAX; g.n as usize];
     parent[root as usize] = root;
@@ -70,17 +73,13 @@ fn expected(g: &MemGraph, root: u32) -> Vec<Option<(u32, u32)>> {
 }
 
 /// Runs bfs from `root`; the result and the (bottom-up, all) iterations.
-fn bfs(store: &Store, cfg: &StreamConfig, root: u32) -> (Vec<Option<(u32, u32)>>, u64, u64) {
+fn bfs(store: &Store, cfg: &StreamConfig, root: u32) -> (Tree, u64, u64) {
     let (got, bottom_up, _, iterations) = bfs_steps(store, cfg, root);
     (got, bottom_up, iterations)
 }
 
 /// [`bfs`] with the sparse iterations too: (result, bottom-up, sparse, all).
-fn bfs_steps(
-    store: &Store,
-    cfg: &StreamConfig,
-    root: u32,
-) -> (Vec<Option<(u32, u32)>>, u64, u64, u64) {
+fn bfs_steps(store: &Store, cfg: &StreamConfig, root: u32) -> (Tree, u64, u64, u64) {
     let params = Params {
         root,
         ..Default::default()
