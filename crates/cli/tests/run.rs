@@ -560,3 +560,62 @@ fn mcst_writes_each_vertexs_forest_edge_in_user_ids() {
         assert!(err(&o).contains(needle), "{args:?}: {}", err(&o));
     }
 }
+
+/// bfs on a store ingested with --in-edges: every --bottom-up policy writes the
+/// same depths and parents in the user's ids; --stats and the summary line say
+/// how many iterations left the grid.
+#[test]
+fn bfs_bottom_up_policies_agree_and_report_their_iterations() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("k.bin32");
+    let o = run(&["generate", "kronecker", "--scale", "12", "-o", s(&input)]);
+    assert!(o.status.success(), "{}", err(&o));
+    let g = d.path().join("k");
+    let o = run(&["ingest", s(&input), "-o", s(&g), "--in-edges"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let mut seen = Vec::new();
+    for policy in ["never", "auto", "always", "sparse"] {
+        let out = d.path().join(format!("{policy}.txt"));
+        let stats = d.path().join(format!("{policy}.json"));
+        let o = run(&[
+            "run",
+            "bfs",
+            s(&g),
+            "--root",
+            "0",
+            "--parents",
+            "--bottom-up",
+            policy,
+            "--verify",
+            "--out",
+            s(&out),
+            "--stats",
+            s(&stats),
+        ]);
+        assert!(o.status.success(), "{policy}: {}", err(&o));
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        let e = &j["engine"];
+        let (bu, sp, it) = (
+            e["bottom_up_iterations"].as_u64().unwrap(),
+            e["sparse_iterations"].as_u64().unwrap(),
+            e["iterations"].as_u64().unwrap(),
+        );
+        match policy {
+            "never" => assert_eq!((bu, sp), (0, 0)),
+            "always" => assert_eq!((bu, sp), (it, 0)),
+            "sparse" => assert_eq!((bu, sp), (0, it)),
+            _ => {}
+        }
+        let line = format!("{bu} bottom-up, {sp} sparse");
+        assert_eq!(
+            err(&o).contains(&line),
+            bu + sp > 0,
+            "{policy}: {}",
+            err(&o)
+        );
+        seen.push(std::fs::read_to_string(out).unwrap());
+    }
+    assert!(seen.iter().all(|x| *x == seen[0]));
+    assert!(seen[0].lines().count() == 4096 && seen[0].contains("\n1 "));
+}

@@ -53,7 +53,8 @@
 //! direction (in and out; one on an undirected store) the degrees (4 bytes a
 //! vertex), each chunk's first edge (8 bytes per 4096 vertices) and the
 //! page-group checksums (4 bytes per 4 KiB of edges); the frontier bitmap (1
-//! bit a vertex) and one read buffer of [`WINDOW`] edges per thread.
+//! bit a vertex) and per thread one read buffer of [`WINDOW`] edges and two
+//! lists of a chunk's wanted vertices.
 
 use super::relax::{self, Refused, Word};
 use super::EdgeProgram;
@@ -73,6 +74,9 @@ const WINDOW: u64 = 1 << 18;
 /// Unwanted edges between two wanted lists that are read through rather than
 /// starting a new request (16 KiB).
 const GAP: u64 = 1 << 12;
+/// A chunk's wanted lists (vertex, first and last edge), at most: one per
+/// thread for reading, one for pricing.
+const WANTED_BYTES: u64 = CHUNK as u64 * 24;
 /// SC'12's threshold for going bottom-up (the value gapbs uses).
 const ALPHA: u64 = 15;
 /// What one more read request costs, in bytes read in sequence: the device
@@ -279,7 +283,7 @@ impl InEdges {
         let bytes = Side::bytes(n, &in_sums)
             + out_sums.as_ref().map_or(0, |s| Side::bytes(n, s))
             + n.div_ceil(64) * 8
-            + e.threads() as u64 * (WINDOW * 4 + 2 * SUM_GROUP);
+            + e.threads() as u64 * (WINDOW * 4 + 2 * SUM_GROUP + 2 * WANTED_BYTES);
         if !e.budget().take(bytes) {
             return Ok(None);
         }
