@@ -468,6 +468,10 @@ impl<'s> StreamEngine<'s> {
     pub fn is_active(&self, v: u32) -> bool {
         self.active.get(v)
     }
+    /// The vertices active for the coming iteration.
+    pub(crate) fn active_bitmap(&self) -> &AtomicBitmap {
+        &self.active
+    }
 
     /// The blocks in streaming order: the configured one, or with `band > 0`
     /// bands of `band` columns one after another, row by row inside a band.

@@ -328,19 +328,36 @@ impl InEdges {
         let n = e.vertices();
         let (out, inn) = (&self.out().deg, &self.inn.deg);
         let late = self.pulling.load(Relaxed);
-        // Out-edges of the active vertices, how many of those are on the
-        // frontier, how many are active, in-edges of the vertices not final;
-        // once bottom-up, what a bottom-up and a sparse step would read.
-        let (m_f, on, active, m_u, bottom_up, sparse) = e.pool().install(|| {
+        // How many active vertices are on the frontier: when few are, the grid
+        // it is, without pricing anything (a road network's every iteration;
+        // this walks the active vertices only).
+        let on = e.pool().install(|| {
+            (0..n.div_ceil(CHUNK))
+                .into_par_iter()
+                .map(|c| {
+                    e.active_bitmap()
+                        .ones_in(c * CHUNK..((c + 1) * CHUNK).min(n))
+                        .filter(|&v| prog.pulls_from(W::load(&a[v as usize]), done))
+                        .count() as u64
+                })
+                .sum::<u64>()
+        });
+        if 4 * on < e.active_count() {
+            self.pulling.store(false, Relaxed);
+            return Step::TopDown;
+        }
+        // Out-edges of the active vertices, how many are active, in-edges of
+        // the vertices not final; once off the grid, what a bottom-up and a
+        // sparse step would read.
+        let (m_f, active, m_u, bottom_up, sparse) = e.pool().install(|| {
             (0..n.div_ceil(CHUNK))
                 .into_par_iter()
                 .map_init(Vec::new, |wanted, c| {
-                    let (mut f, mut on, mut act, mut u) = (0u64, 0u64, 0u64, 0u64);
+                    let (mut f, mut act, mut u) = (0u64, 0u64, 0u64);
                     for v in c * CHUNK..((c + 1) * CHUNK).min(n) {
                         if e.is_active(v) {
                             f += out[v as usize] as u64;
                             act += 1;
-                            on += prog.pulls_from(W::load(&a[v as usize]), done) as u64;
                         }
                         if !settled.get(v) {
                             u += inn[v as usize] as u64;
@@ -354,25 +371,15 @@ impl InEdges {
                     } else {
                         (0, 0)
                     };
-                    (f, on, act, u, bu, sp)
+                    (f, act, u, bu, sp)
                 })
                 .reduce(
-                    || (0, 0, 0, 0, 0, 0),
-                    |x, y| {
-                        (
-                            x.0 + y.0,
-                            x.1 + y.1,
-                            x.2 + y.2,
-                            x.3 + y.3,
-                            x.4 + y.4,
-                            x.5 + y.5,
-                        )
-                    },
+                    || (0, 0, 0, 0, 0),
+                    |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2, x.3 + y.3, x.4 + y.4),
                 )
         });
-        let step = if 4 * on < active {
-            Step::TopDown
-        } else if late {
+        debug_assert_eq!(active, e.active_count());
+        let step = if late {
             // The cheapest in bytes read; a top-down pass also decodes every
             // block of its rows, so it counts a quarter more.
             let (_, grid) = e.active_rows();
