@@ -20,6 +20,13 @@
 //!   unwanted lists shorter than [`GAP`] read through rather than split, a
 //!   longer list read window by window until its first frontier hit. Every read
 //!   is checked against the page-group checksums (`csr.DIR.targets.sums`).
+//! * **Kept lists.** A bottom-up step keeps in memory the in-lists of the
+//!   vertices it left without a parent, when they fit half of what the budget
+//!   has left; the next bottom-up step reads those instead of the file (a
+//!   vertex's list either has its hit there or is kept again). On Kronecker 24
+//!   the vertices never reached (9.4M) hold 1.7M in-edges scattered over the
+//!   whole 1 GiB file: re-read by read-ahead, each later step took 0.6-0.7 s,
+//!   from memory 0.01-0.06 s.
 //! * **Sparse steps.** Once the frontier is small, an iteration may instead
 //!   push from the active vertices along their out-edge lists (`csr.out.*`),
 //!   read the same way: a top-down step that reads a few lists instead of
@@ -38,8 +45,9 @@
 //!   settled. Once off the grid, each iteration takes the cheapest of a
 //!   bottom-up step, a sparse step and a grid pass, priced in bytes read in
 //!   sequence: a read request costs [`REQUEST_BYTES`] plus its bytes, a chunk
-//!   no more than its span read whole (read-ahead), a grid pass its rows'
-//!   bytes and a quarter more for decoding them. SC'12's return to top-down
+//!   no more than its span read whole (read-ahead), kept lists a sixteenth of
+//!   their bytes, a grid pass its rows' bytes and a quarter more for decoding
+//!   them. SC'12's return to top-down
 //!   on a small frontier is left out: on the grid a small frontier spread over
 //!   every row costs a whole pass (Kronecker 22, warm: the last levels took
 //!   0.14-0.15 s top-down, 0.02 s bottom-up). The price only decides once off
@@ -54,7 +62,8 @@
 //! vertex), each chunk's first edge (8 bytes per 4096 vertices) and the
 //! page-group checksums (4 bytes per 4 KiB of edges); the frontier bitmap (1
 //! bit a vertex) and per thread one read buffer of [`WINDOW`] edges and two
-//! lists of a chunk's wanted vertices.
+//! lists of a chunk's wanted vertices. The kept lists take what they hold (at
+//! most half of what the budget has left) and give it back when replaced.
 
 use super::relax::{self, Refused, Word};
 use super::EdgeProgram;
@@ -65,7 +74,8 @@ use outcore_store::format::{FileKind, LayoutFile};
 use outcore_store::pagesums::{PageSums, SUM_GROUP};
 use outcore_store::Store;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 
 /// Vertices per task.
 const CHUNK: u32 = 4096;
@@ -250,6 +260,26 @@ pub(crate) struct InEdges {
     mode: BottomUp,
     /// Whether the last iteration ran from the CSR (bottom-up or sparse).
     pulling: AtomicBool,
+    /// The in-lists of every vertex a bottom-up step left without a parent,
+    /// kept in memory when they fit half of what the budget has left: later
+    /// bottom-up steps read them from here instead of the file.
+    kept: Mutex<Option<Kept>>,
+}
+
+/// One chunk's kept in-lists: (vertex, list length) and the lists, in order.
+type KeptChunk = (Vec<(u32, u32)>, Vec<u32>);
+
+/// In-lists kept in memory, per chunk.
+struct Kept {
+    chunks: Vec<KeptChunk>,
+    /// Taken from the budget.
+    bytes: u64,
+}
+
+impl Kept {
+    fn edges(&self) -> u64 {
+        self.chunks.iter().map(|c| c.1.len() as u64).sum()
+    }
 }
 
 impl InEdges {
@@ -298,6 +328,7 @@ impl InEdges {
                 bytes,
                 mode,
                 pulling: AtomicBool::new(false),
+                kept: Mutex::new(None),
             })
         })();
         if r.is_err() {
@@ -346,44 +377,54 @@ impl InEdges {
             self.pulling.store(false, Relaxed);
             return Step::TopDown;
         }
-        // Out-edges of the active vertices, how many are active, in-edges of
-        // the vertices not final; once off the grid, what a bottom-up and a
-        // sparse step would read.
-        let (m_f, active, m_u, bottom_up, sparse) = e.pool().install(|| {
-            (0..n.div_ceil(CHUNK))
+        // In-lists kept in memory: a bottom-up step reads nothing, priced at
+        // a sixteenth of their bytes.
+        let kept_edges = self.kept.lock().unwrap().as_ref().map(|k| k.edges());
+        // Out-edges of the active vertices and in-edges of the vertices not
+        // final; once off the grid, what a bottom-up and a sparse step would
+        // read.
+        let chunks = n.div_ceil(CHUNK);
+        let (m_f, m_u) = e.pool().install(|| {
+            (0..chunks)
                 .into_par_iter()
-                .map_init(Vec::new, |wanted, c| {
-                    let (mut f, mut act, mut u) = (0u64, 0u64, 0u64);
+                .map(|c| {
+                    let (mut f, mut u) = (0u64, 0u64);
                     for v in c * CHUNK..((c + 1) * CHUNK).min(n) {
                         if e.is_active(v) {
                             f += out[v as usize] as u64;
-                            act += 1;
                         }
                         if !settled.get(v) {
                             u += inn[v as usize] as u64;
                         }
                     }
-                    let (bu, sp) = if late {
-                        (
-                            self.inn.cost(c, |v| !settled.get(v), wanted),
-                            self.out().cost(c, |v| e.is_active(v), wanted),
-                        )
-                    } else {
-                        (0, 0)
-                    };
-                    (f, act, u, bu, sp)
+                    (f, u)
                 })
-                .reduce(
-                    || (0, 0, 0, 0, 0),
-                    |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2, x.3 + y.3, x.4 + y.4),
-                )
+                .reduce(|| (0, 0), |x, y| (x.0 + y.0, x.1 + y.1))
         });
-        debug_assert_eq!(active, e.active_count());
+        // What a chunk-by-chunk read of the lists `want` picks costs.
+        let price = |side: &Side, want: &(dyn Fn(u32) -> bool + Sync)| -> u64 {
+            e.pool().install(|| {
+                (0..chunks)
+                    .into_par_iter()
+                    .map_init(Vec::new, |wanted, c| side.cost(c, want, wanted))
+                    .sum()
+            })
+        };
         let step = if late {
             // The cheapest in bytes read; a top-down pass also decodes every
-            // block of its rows, so it counts a quarter more.
+            // block of its rows, so it counts a quarter more. A sparse step
+            // reads at least its lists' bytes: priced only when those are
+            // fewer than the others' price.
             let (_, grid) = e.active_rows();
             let grid = grid + grid / 4;
+            let bottom_up = match kept_edges {
+                Some(k) => 4 * k / 16,
+                None => price(&self.inn, &|v| !settled.get(v)),
+            };
+            let sparse = match 4 * m_f < bottom_up.min(grid) {
+                true => price(self.out(), &|v| e.is_active(v)),
+                false => u64::MAX,
+            };
             if sparse < bottom_up.min(grid) {
                 Step::Sparse
             } else if bottom_up <= grid {
@@ -431,6 +472,22 @@ impl InEdges {
                 refused.record(u, v, 1.0);
             }
         };
+        // Bottom-up: the kept lists of the last step, if any, and room for the
+        // ones this step leaves without a hit.
+        let old = match step {
+            Step::BottomUp => self.kept.lock().unwrap().take(),
+            _ => None,
+        };
+        if let Some(k) = &old {
+            e.budget().give_back(k.bytes);
+        }
+        let chunks = n.div_ceil(CHUNK) as usize;
+        let new: Vec<Mutex<Option<KeptChunk>>> = match step {
+            Step::BottomUp => (0..chunks).map(|_| Mutex::new(None)).collect(),
+            _ => Vec::new(),
+        };
+        let cap = e.budget().remaining() / 2;
+        let (used, full) = (AtomicU64::new(0), AtomicBool::new(step != Step::BottomUp));
         e.csr_iteration(step == Step::BottomUp, |eng, active, next| {
             eng.pool().install(|| {
                 (0..n.div_ceil(CHUNK))
@@ -445,16 +502,70 @@ impl InEdges {
                                         next.set(v);
                                     }
                                 }
-                                let want = |v| !settled.get(v);
-                                self.inn.lists(c, want, buf, wanted, |v, srcs| {
+                                // The lists left without a hit, for the next
+                                // bottom-up step (given up past `cap`).
+                                let (mut ids, mut srcs_kept) = (Vec::new(), Vec::new());
+                                let mut keep = !full.load(Relaxed);
+                                let mut visit = |v: u32, srcs: &[u32]| {
+                                    let mut hit = None;
                                     for (k, &u) in srcs.iter().enumerate() {
                                         if fr.get(u) {
                                             lower(u, v, next);
-                                            return (k as u64 + 1, true);
+                                            hit = Some(k as u64 + 1);
+                                            break;
                                         }
                                     }
-                                    (srcs.len() as u64, false)
-                                })
+                                    if keep {
+                                        // A long list comes window by window:
+                                        // one entry, dropped on a hit.
+                                        let same = ids.last().is_some_and(|&(x, _)| x == v);
+                                        if !same {
+                                            ids.push((v, 0u32));
+                                        }
+                                        let last = ids.len() - 1;
+                                        if hit.is_some() {
+                                            // Drop the windows kept before.
+                                            let len = ids[last].1 as usize;
+                                            srcs_kept.truncate(srcs_kept.len() - len);
+                                            ids.pop();
+                                        } else {
+                                            srcs_kept.extend_from_slice(srcs);
+                                            ids[last].1 += srcs.len() as u32;
+                                        }
+                                    }
+                                    match hit {
+                                        Some(k) => (k, true),
+                                        None => (srcs.len() as u64, false),
+                                    }
+                                };
+                                let edges = match old.as_ref().map(|k| &k.chunks[c as usize]) {
+                                    Some((list, all)) => {
+                                        let mut at = 0usize;
+                                        let mut x = 0;
+                                        for &(v, len) in list {
+                                            let s = &all[at..at + len as usize];
+                                            at += len as usize;
+                                            if !settled.get(v) {
+                                                x += visit(v, s).0;
+                                            }
+                                        }
+                                        x
+                                    }
+                                    None => {
+                                        let want = |v| !settled.get(v);
+                                        self.inn.lists(c, want, buf, wanted, &mut visit)?
+                                    }
+                                };
+                                let size = (ids.capacity() * 8 + srcs_kept.capacity() * 4) as u64;
+                                keep = keep && !full.load(Relaxed);
+                                if keep && used.fetch_add(size, Relaxed) + size <= cap {
+                                    ids.shrink_to_fit();
+                                    srcs_kept.shrink_to_fit();
+                                    new[c as usize].lock().unwrap().replace((ids, srcs_kept));
+                                } else {
+                                    full.store(true, Relaxed);
+                                }
+                                Ok(edges)
                             }
                             _ => {
                                 // Every active source pushes once: none stays
@@ -474,6 +585,22 @@ impl InEdges {
                     .try_reduce(|| 0, |x, y| Ok(x + y))
             })
         })?;
+        drop(old);
+        if !full.load(Relaxed) {
+            let bytes = used.load(Relaxed);
+            let chunks = new
+                .into_iter()
+                .map(|m| m.into_inner().unwrap().unwrap_or_default())
+                .collect();
+            if e.budget().take(bytes) {
+                *self.kept.lock().unwrap() = Some(Kept { chunks, bytes });
+            }
+        }
         Ok(())
+    }
+
+    /// Memory to give back to the budget when the run ends.
+    pub(crate) fn held(&self) -> u64 {
+        self.bytes + self.kept.lock().unwrap().as_ref().map_or(0, |k| k.bytes)
     }
 }

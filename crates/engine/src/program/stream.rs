@@ -260,7 +260,7 @@ fn relax_run<P: EdgeProgram, W: Word>(
     }
     drop(buf);
     if let Some(p) = pull {
-        e.budget().give_back(p.bytes);
+        e.budget().give_back(p.held());
     }
     if let Some((_, bytes)) = banded {
         e.budget().give_back(bytes);
