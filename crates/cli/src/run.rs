@@ -1,6 +1,7 @@
 //! `outcore run ALGO STORE`: settings from flags, the engine, the result written in
 //! the user's ids, `--verify`, `--stats`, progress and the closing summary.
 
+use crate::args::BottomUpArg;
 pub use crate::args::{EngineArg, OrderArg, RunArgs};
 use crate::output::{os_io, parallel_note, resolve_root, Outputs};
 use crate::progress::peak_memory;
@@ -123,6 +124,17 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
             format_bytes(engine.budget().remaining()),
             format_bytes(one_pass)
         );
+        if algo.name() == "bfs" {
+            let m = store.manifest();
+            let reason = if a.bottom_up == BottomUpArg::Never {
+                "top-down only (--bottom-up never)"
+            } else if m.in_edges || !m.directed && !m.reverse_marked {
+                "direction-optimizing: large levels bottom-up over the in-edges, small ones from the out-edge lists, when the budget holds 4 bytes a vertex per direction beside the depths"
+            } else {
+                "top-down only: the store has no in-edges (ingest with --in-edges for direction-optimizing bfs)"
+            };
+            println!("bfs: {reason}");
+        }
         return Ok(());
     }
     if choice.reason.contains("mapped from the work directory") {

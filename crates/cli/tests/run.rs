@@ -573,6 +573,24 @@ fn bfs_bottom_up_policies_agree_and_report_their_iterations() {
     let g = d.path().join("k");
     let o = run(&["ingest", s(&input), "-o", s(&g), "--in-edges"]);
     assert!(o.status.success(), "{}", err(&o));
+    let explain = |store: &Path| {
+        let o = run(&["run", "bfs", s(store), "--root", "0", "--explain"]);
+        assert!(o.status.success(), "{}", err(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(
+        explain(&g).contains("bfs: direction-optimizing"),
+        "{}",
+        explain(&g)
+    );
+    let plain = d.path().join("plain");
+    let o = run(&["ingest", s(&input), "-o", s(&plain)]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        explain(&plain).contains("the store has no in-edges"),
+        "{}",
+        explain(&plain)
+    );
     let mut seen = Vec::new();
     for policy in ["never", "auto", "always", "sparse"] {
         let out = d.path().join(format!("{policy}.txt"));
