@@ -125,10 +125,9 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
             format_bytes(one_pass)
         );
         if algo.name() == "bfs" {
-            let m = store.manifest();
             let reason = if a.bottom_up == BottomUpArg::Never {
                 "top-down only (--bottom-up never)"
-            } else if m.in_edges || !m.directed && !m.reverse_marked {
+            } else if outcore_engine::bottom_up_lists(store.manifest()).is_some() {
                 "direction-optimizing: large levels bottom-up over the in-edges, small ones from the out-edge lists, when the budget holds 4 bytes a vertex per direction beside the depths"
             } else {
                 "top-down only: the store has no in-edges (ingest with --in-edges for direction-optimizing bfs)"

@@ -28,8 +28,9 @@ pub use jobs::{
     Task,
 };
 pub use program::{
-    program_job, relax_apply, stream_bytes_per_vertex, stream_random_bytes_per_vertex, Aggregates,
-    DescribeRefusal, EdgeProgram, Globals, ProgramJob, ProgramRunner, Sums,
+    bottom_up_lists, program_job, relax_apply, stream_bytes_per_vertex,
+    stream_random_bytes_per_vertex, Aggregates, DescribeRefusal, EdgeProgram, Globals, ProgramJob,
+    ProgramRunner, Sums,
 };
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{

@@ -676,24 +676,16 @@ impl<'s> StreamEngine<'s> {
         Ok(self.active.count())
     }
 
-    /// Edges and bytes (without weights) of the grid rows that hold an active
-    /// source: what a top-down iteration would process and read (before
-    /// re-entry).
-    pub(crate) fn active_rows(&self) -> (u64, u64) {
+    /// Bytes (without weights) of the grid rows that hold an active source:
+    /// what a top-down iteration would read (before re-entry).
+    pub(crate) fn active_row_bytes(&self) -> u64 {
         let p = self.grid.partitions();
         (0..p)
             .filter(|&r| self.active.any_in(self.store.interval(r)))
             .flat_map(|r| (0..p).map(move |c| (r, c)))
-            .map(|(r, c)| {
-                let e = self.grid.entry(r, c).edges;
-                let b = if e == 0 {
-                    0
-                } else {
-                    self.grid.block_read_bytes(r, c, false)
-                };
-                (e, b)
-            })
-            .fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1))
+            .filter(|&(r, c)| self.grid.entry(r, c).edges > 0)
+            .map(|(r, c)| self.grid.block_read_bytes(r, c, false))
+            .sum()
     }
 
     /// One iteration run by `body` from the store's CSR lists instead of the

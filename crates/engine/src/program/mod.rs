@@ -35,6 +35,7 @@ mod sync;
 mod vertex;
 
 pub use jobs::{program_job, DescribeRefusal, ProgramJob};
+pub use pull::bottom_up_lists;
 pub use stream::{stream_bytes_per_vertex, stream_random_bytes_per_vertex};
 
 /// Four global sums, added by `init` and `apply`.

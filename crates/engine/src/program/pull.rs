@@ -71,11 +71,12 @@ use crate::error::{EngineError, Result};
 use crate::stream::{BottomUp, StreamEngine};
 use outcore_state::AtomicBitmap;
 use outcore_store::format::{FileKind, LayoutFile};
+use outcore_store::manifest::Manifest;
 use outcore_store::pagesums::{PageSums, SUM_GROUP};
 use outcore_store::Store;
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
 
 /// Vertices per task.
 const CHUNK: u32 = 4096;
@@ -93,6 +94,25 @@ const ALPHA: u64 = 15;
 /// reads about 1 GB/s in sequence and 55 MB/s in random 4 KiB requests
 /// (`outcore calibrate`), so a request costs about 64 KiB of streaming.
 const REQUEST_BYTES: u64 = 64 << 10;
+
+/// The vertices of chunk `c` of `n`.
+fn chunk_range(c: u32, n: u32) -> Range<u32> {
+    c * CHUNK..((c + 1) * CHUNK).min(n)
+}
+
+/// Which CSR lists a bottom-up step reads on a store with this manifest:
+/// `csr.in.*` when ingested with `--in-edges`, the out-edge lists of an
+/// undirected store (the same lists); none on a directed store without
+/// in-edges (or one whose reverse edges are marked).
+pub fn bottom_up_lists(m: &Manifest) -> Option<&'static str> {
+    if m.in_edges {
+        Some("in")
+    } else if !m.directed && !m.reverse_marked {
+        Some("out")
+    } else {
+        None
+    }
+}
 
 /// How an iteration runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,11 +170,9 @@ impl Side {
     /// Fills `wanted` with chunk `c`'s vertices that `want` picks and have
     /// edges, with their edge ranges.
     fn pick(&self, c: u32, want: impl Fn(u32) -> bool, wanted: &mut Vec<(u32, u64, u64)>) {
-        let n = self.deg.len() as u32;
-        let lo = c * CHUNK;
         let mut at = self.base[c as usize];
         wanted.clear();
-        for v in lo..(lo + CHUNK).min(n) {
+        for v in chunk_range(c, self.deg.len() as u32) {
             let d = self.deg[v as usize] as u64;
             if d > 0 && want(v) {
                 wanted.push((v, at, at + d));
@@ -259,11 +277,11 @@ pub(crate) struct InEdges {
     pub(crate) bytes: u64,
     mode: BottomUp,
     /// Whether the last iteration ran from the CSR (bottom-up or sparse).
-    pulling: AtomicBool,
+    pulling: bool,
     /// The in-lists of every vertex a bottom-up step left without a parent,
     /// kept in memory when they fit half of what the budget has left: later
     /// bottom-up steps read them from here instead of the file.
-    kept: Mutex<Option<Kept>>,
+    kept: Option<Kept>,
 }
 
 /// One chunk's kept in-lists: (vertex, list length) and the lists, in order.
@@ -296,12 +314,7 @@ impl InEdges {
             return Ok(None);
         }
         let store = e.store();
-        let m = store.manifest();
-        let dir = if m.in_edges {
-            "in"
-        } else if !m.directed && !m.reverse_marked {
-            "out"
-        } else {
+        let Some(dir) = bottom_up_lists(store.manifest()) else {
             return Ok(None);
         };
         let n = e.vertices() as u64;
@@ -327,8 +340,8 @@ impl InEdges {
                 frontier: AtomicBitmap::new(n as usize),
                 bytes,
                 mode,
-                pulling: AtomicBool::new(false),
-                kept: Mutex::new(None),
+                pulling: false,
+                kept: None,
             })
         })();
         if r.is_err() {
@@ -344,7 +357,7 @@ impl InEdges {
     /// How iteration `done` (counted from 0) runs over the words `a`;
     /// `settled` holds the vertices whose word is final.
     pub(crate) fn choose<P: EdgeProgram, W: Word>(
-        &self,
+        &mut self,
         e: &StreamEngine,
         prog: &P,
         a: &[W::Atomic],
@@ -358,7 +371,7 @@ impl InEdges {
         }
         let n = e.vertices();
         let (out, inn) = (&self.out().deg, &self.inn.deg);
-        let late = self.pulling.load(Relaxed);
+        let late = self.pulling;
         // How many active vertices are on the frontier: when few are, the grid
         // it is, without pricing anything (a road network's every iteration;
         // this walks the active vertices only).
@@ -367,19 +380,19 @@ impl InEdges {
                 .into_par_iter()
                 .map(|c| {
                     e.active_bitmap()
-                        .ones_in(c * CHUNK..((c + 1) * CHUNK).min(n))
+                        .ones_in(chunk_range(c, n))
                         .filter(|&v| prog.pulls_from(W::load(&a[v as usize]), done))
                         .count() as u64
                 })
                 .sum::<u64>()
         });
         if 4 * on < e.active_count() {
-            self.pulling.store(false, Relaxed);
+            self.pulling = false;
             return Step::TopDown;
         }
         // In-lists kept in memory: a bottom-up step reads nothing, priced at
         // a sixteenth of their bytes.
-        let kept_edges = self.kept.lock().unwrap().as_ref().map(|k| k.edges());
+        let kept_edges = self.kept.as_ref().map(|k| k.edges());
         // Out-edges of the active vertices and in-edges of the vertices not
         // final; once off the grid, what a bottom-up and a sparse step would
         // read.
@@ -389,7 +402,7 @@ impl InEdges {
                 .into_par_iter()
                 .map(|c| {
                     let (mut f, mut u) = (0u64, 0u64);
-                    for v in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                    for v in chunk_range(c, n) {
                         if e.is_active(v) {
                             f += out[v as usize] as u64;
                         }
@@ -415,7 +428,7 @@ impl InEdges {
             // block of its rows, so it counts a quarter more. A sparse step
             // reads at least its lists' bytes: priced only when those are
             // fewer than the others' price.
-            let (_, grid) = e.active_rows();
+            let grid = e.active_row_bytes();
             let grid = grid + grid / 4;
             let bottom_up = match kept_edges {
                 Some(k) => 4 * k / 16,
@@ -437,7 +450,7 @@ impl InEdges {
         } else {
             Step::TopDown
         };
-        self.pulling.store(step != Step::TopDown, Relaxed);
+        self.pulling = step != Step::TopDown;
         step
     }
 
@@ -445,7 +458,7 @@ impl InEdges {
     /// over the words `a`; `settled` holds the vertices whose word is final.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn step<P: EdgeProgram, W: Word>(
-        &self,
+        &mut self,
         e: &mut StreamEngine,
         step: Step,
         prog: &P,
@@ -455,8 +468,9 @@ impl InEdges {
         refused: &Refused,
     ) -> Result<()> {
         let n = e.vertices();
-        let fr = &self.frontier;
-        if step == Step::BottomUp {
+        let bottom_up = step == Step::BottomUp;
+        if bottom_up {
+            let fr = &self.frontier;
             fr.clear_all();
             e.vmap(|v| {
                 if prog.pulls_from(W::load(&a[v as usize]), done) {
@@ -473,134 +487,125 @@ impl InEdges {
             }
         };
         // Bottom-up: the kept lists of the last step, if any, and room for the
-        // ones this step leaves without a hit.
-        let old = match step {
-            Step::BottomUp => self.kept.lock().unwrap().take(),
-            _ => None,
-        };
+        // ones this step leaves without a hit (none kept past `cap`).
+        let old = if bottom_up { self.kept.take() } else { None };
         if let Some(k) = &old {
             e.budget().give_back(k.bytes);
         }
-        let chunks = n.div_ceil(CHUNK) as usize;
-        let new: Vec<Mutex<Option<KeptChunk>>> = match step {
-            Step::BottomUp => (0..chunks).map(|_| Mutex::new(None)).collect(),
-            _ => Vec::new(),
-        };
         let cap = e.budget().remaining() / 2;
-        let (used, full) = (AtomicU64::new(0), AtomicBool::new(step != Step::BottomUp));
-        e.csr_iteration(step == Step::BottomUp, |eng, active, next| {
-            eng.pool().install(|| {
+        let (used, full) = (AtomicU64::new(0), AtomicBool::new(!bottom_up));
+        let this = &*self;
+        let fr = &this.frontier;
+        let mut kept = Vec::new();
+        e.csr_iteration(bottom_up, |eng, active, next| {
+            let per_chunk: Vec<(u64, Option<KeptChunk>)> = eng.pool().install(|| {
                 (0..n.div_ceil(CHUNK))
                     .into_par_iter()
                     .map_init(
                         || (Vec::new(), Vec::new()),
-                        |(buf, wanted), c| match step {
-                            Step::BottomUp => {
-                                let lo = c * CHUNK;
-                                for v in lo..(lo + CHUNK).min(n) {
-                                    if active.get(v) && !fr.get(v) {
-                                        next.set(v);
-                                    }
-                                }
-                                // The lists left without a hit, for the next
-                                // bottom-up step (given up past `cap`).
-                                let (mut ids, mut srcs_kept) = (Vec::new(), Vec::new());
-                                let mut keep = !full.load(Relaxed);
-                                let mut visit = |v: u32, srcs: &[u32]| {
-                                    let mut hit = None;
-                                    for (k, &u) in srcs.iter().enumerate() {
-                                        if fr.get(u) {
-                                            lower(u, v, next);
-                                            hit = Some(k as u64 + 1);
-                                            break;
-                                        }
-                                    }
-                                    if keep {
-                                        // A long list comes window by window:
-                                        // one entry, dropped on a hit.
-                                        let same = ids.last().is_some_and(|&(x, _)| x == v);
-                                        if !same {
-                                            ids.push((v, 0u32));
-                                        }
-                                        let last = ids.len() - 1;
-                                        if hit.is_some() {
-                                            // Drop the windows kept before.
-                                            let len = ids[last].1 as usize;
-                                            srcs_kept.truncate(srcs_kept.len() - len);
-                                            ids.pop();
-                                        } else {
-                                            srcs_kept.extend_from_slice(srcs);
-                                            ids[last].1 += srcs.len() as u32;
-                                        }
-                                    }
-                                    match hit {
-                                        Some(k) => (k, true),
-                                        None => (srcs.len() as u64, false),
-                                    }
-                                };
-                                let edges = match old.as_ref().map(|k| &k.chunks[c as usize]) {
-                                    Some((list, all)) => {
-                                        let mut at = 0usize;
-                                        let mut x = 0;
-                                        for &(v, len) in list {
-                                            let s = &all[at..at + len as usize];
-                                            at += len as usize;
-                                            if !settled.get(v) {
-                                                x += visit(v, s).0;
-                                            }
-                                        }
-                                        x
-                                    }
-                                    None => {
-                                        let want = |v| !settled.get(v);
-                                        self.inn.lists(c, want, buf, wanted, &mut visit)?
-                                    }
-                                };
-                                let size = (ids.capacity() * 8 + srcs_kept.capacity() * 4) as u64;
-                                keep = keep && !full.load(Relaxed);
-                                if keep && used.fetch_add(size, Relaxed) + size <= cap {
-                                    ids.shrink_to_fit();
-                                    srcs_kept.shrink_to_fit();
-                                    new[c as usize].lock().unwrap().replace((ids, srcs_kept));
-                                } else {
-                                    full.store(true, Relaxed);
-                                }
-                                Ok(edges)
-                            }
-                            _ => {
+                        |(buf, wanted), c| -> Result<(u64, Option<KeptChunk>)> {
+                            if !bottom_up {
                                 // Every active source pushes once: none stays
                                 // active unless lowered.
                                 let want = |u| active.get(u);
-                                self.out().lists(c, want, buf, wanted, |u, dsts| {
+                                let edges = this.out().lists(c, want, buf, wanted, |u, dsts| {
                                     for &v in dsts {
                                         if !settled.get(v) {
                                             lower(u, v, next);
                                         }
                                     }
                                     (dsts.len() as u64, false)
-                                })
+                                })?;
+                                return Ok((edges, None));
+                            }
+                            for v in chunk_range(c, n) {
+                                if active.get(v) && !fr.get(v) {
+                                    next.set(v);
+                                }
+                            }
+                            // The lists left without a hit, for the next
+                            // bottom-up step.
+                            let (mut ids, mut srcs_kept) = (Vec::new(), Vec::new());
+                            let keep = !full.load(Relaxed);
+                            let mut visit = |v: u32, srcs: &[u32]| {
+                                let hit = srcs.iter().position(|&u| fr.get(u));
+                                if let Some(k) = hit {
+                                    lower(srcs[k], v, next);
+                                }
+                                if keep {
+                                    // A long list comes window by window: one
+                                    // entry, dropped on a hit.
+                                    if ids.last().is_none_or(|&(x, _)| x != v) {
+                                        ids.push((v, 0u32));
+                                    }
+                                    let last = ids.len() - 1;
+                                    if hit.is_some() {
+                                        let len = ids[last].1 as usize;
+                                        srcs_kept.truncate(srcs_kept.len() - len);
+                                        ids.pop();
+                                    } else {
+                                        srcs_kept.extend_from_slice(srcs);
+                                        ids[last].1 += srcs.len() as u32;
+                                    }
+                                }
+                                match hit {
+                                    Some(k) => (k as u64 + 1, true),
+                                    None => (srcs.len() as u64, false),
+                                }
+                            };
+                            let edges = match old.as_ref().map(|k| &k.chunks[c as usize]) {
+                                Some((list, all)) => {
+                                    let (mut at, mut x) = (0usize, 0u64);
+                                    for &(v, len) in list {
+                                        let s = &all[at..at + len as usize];
+                                        at += len as usize;
+                                        if !settled.get(v) {
+                                            x += visit(v, s).0;
+                                        }
+                                    }
+                                    x
+                                }
+                                None => {
+                                    let want = |v| !settled.get(v);
+                                    this.inn.lists(c, want, buf, wanted, &mut visit)?
+                                }
+                            };
+                            let size = (ids.capacity() * 8 + srcs_kept.capacity() * 4) as u64;
+                            if keep
+                                && !full.load(Relaxed)
+                                && used.fetch_add(size, Relaxed) + size <= cap
+                            {
+                                ids.shrink_to_fit();
+                                srcs_kept.shrink_to_fit();
+                                Ok((edges, Some((ids, srcs_kept))))
+                            } else {
+                                full.store(true, Relaxed);
+                                Ok((edges, None))
                             }
                         },
                     )
-                    .try_reduce(|| 0, |x, y| Ok(x + y))
-            })
+                    .collect::<Result<_>>()
+            })?;
+            let mut edges = 0;
+            for (x, k) in per_chunk {
+                edges += x;
+                kept.push(k.unwrap_or_default());
+            }
+            Ok(edges)
         })?;
         drop(old);
-        if !full.load(Relaxed) {
-            let bytes = used.load(Relaxed);
-            let chunks = new
-                .into_iter()
-                .map(|m| m.into_inner().unwrap().unwrap_or_default())
-                .collect();
-            if e.budget().take(bytes) {
-                *self.kept.lock().unwrap() = Some(Kept { chunks, bytes });
-            }
+        let bytes = used.load(Relaxed);
+        if !full.load(Relaxed) && e.budget().take(bytes) {
+            self.kept = Some(Kept {
+                chunks: kept,
+                bytes,
+            });
         }
         Ok(())
     }
 
     /// Memory to give back to the budget when the run ends.
     pub(crate) fn held(&self) -> u64 {
-        self.bytes + self.kept.lock().unwrap().as_ref().map_or(0, |k| k.bytes)
+        self.bytes + self.kept.as_ref().map_or(0, |k| k.bytes)
     }
 }

@@ -219,7 +219,7 @@ fn relax_run<P: EdgeProgram, W: Word>(
     };
     // Bottom-up iterations over the in-edges (`super::pull`), for arrays in
     // memory: a mapped array is already run band by band.
-    let pull = match (&fin, st.is_mapped()) {
+    let mut pull = match (&fin, st.is_mapped()) {
         (Some(_), false) => super::pull::InEdges::open(e, prog, true)?,
         _ => None,
     };
@@ -227,11 +227,11 @@ fn relax_run<P: EdgeProgram, W: Word>(
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let fin = fin.as_ref();
-        let step = match (&pull, fin) {
+        let step = match (&mut pull, fin) {
             (Some(p), Some(f)) => p.choose::<P, W>(e, prog, st.atomic(), f, done),
             _ => Step::TopDown,
         };
-        match (&pull, fin) {
+        match (&mut pull, fin) {
             (Some(p), Some(f)) if step != Step::TopDown => {
                 p.step::<P, W>(e, step, prog, st.atomic(), f, done, &refused)?
             }
