@@ -8,9 +8,19 @@
 //! root is its set's smallest id, so the labels are the same for any order or
 //! thread count. Edge direction is ignored. A final sweep in ascending id order
 //! flattens the forest (a parent always has a smaller id than its child).
+//!
+//! Afforest's skip (Sutton, Ben-Nun and Barak, IPDPS'18), adapted to a grid:
+//! the pass streams the rows in three groups (1/16, 3/16, 3/4 of them); before
+//! the second and the third the forest is flattened, the set holding most of
+//! 1024 evenly spaced vertices is taken as the giant one and its vertices are
+//! marked in a bitmap, and an edge with both ends marked is skipped — they are
+//! in one set already, and sets only grow. Most edges of a small-world graph
+//! lie inside the giant set (Kronecker 24: 33.7M of 268M edges unioned). The
+//! grid is still read once, whole: the skip saves the finds, not the reads.
 
 use crate::{Output, Params, Result, Run};
 use outcore_engine::{prefetch, Mode, StreamEngine};
+use outcore_state::AtomicBitmap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 #[inline]
@@ -67,23 +77,116 @@ pub fn flatten(pa: &mut [u32]) -> u64 {
     components
 }
 
+/// The grid rows after which the giant component is looked for, as fractions
+/// of the rows (numerator, denominator): after 1/16 and after 1/4 of them.
+const LOOKS: [(u32, u32); 2] = [(1, 16), (1, 4)];
+/// Vertices sampled (evenly spaced) to find the giant component's root.
+const SAMPLES: u32 = 1024;
+
+/// The row groups the pass streams one after another: `0..P/16`, `P/16..P/4`,
+/// `P/4..P` (empty ones left out).
+fn row_groups(p: u32) -> Vec<std::ops::Range<u32>> {
+    let mut cuts: Vec<u32> = LOOKS.iter().map(|&(a, b)| p * a / b).collect();
+    cuts.push(p);
+    let mut groups = Vec::new();
+    let mut at = 0;
+    for c in cuts {
+        if c > at {
+            groups.push(at..c);
+            at = c;
+        }
+    }
+    groups
+}
+
+/// Points every vertex at its root and marks in `giant` the vertices of the
+/// largest set among [`SAMPLES`] evenly spaced vertices; no union runs
+/// meanwhile. Returns how many vertices are marked.
+fn look(e: &StreamEngine, pa: &[AtomicU32], giant: &AtomicBitmap) -> u64 {
+    let n = e.vertices();
+    e.vmap(|v| {
+        let r = find(pa, v);
+        pa[v as usize].store(r, Relaxed);
+    });
+    let mut roots: Vec<u32> = (0..SAMPLES.min(n))
+        .map(|i| pa[(i as u64 * n as u64 / SAMPLES.min(n) as u64) as usize].load(Relaxed))
+        .collect();
+    roots.sort_unstable();
+    let Some(c) = roots
+        .chunk_by(|a, b| a == b)
+        .max_by_key(|run| run.len())
+        .map(|run| run[0])
+    else {
+        return 0;
+    };
+    giant.clear_all();
+    e.vmap(|v| {
+        if pa[v as usize].load(Relaxed) == c {
+            giant.set(v);
+        }
+    });
+    giant.count()
+}
+
+/// One pass over the grid, in three groups of rows; after the first and the
+/// second the vertices of the largest set so far are marked (Afforest's
+/// sampling, Sutton et al. IPDPS'18, with the first rows as the sample), and
+/// an edge between two marked vertices is skipped: both ends already are in
+/// one set, a set only grows. The labels do not depend on it. The mark bitmap
+/// (1 bit a vertex) comes from the budget; without room the pass unions every
+/// edge.
 pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
     let mut pa = e.alloc::<u32>("parent", 0)?;
     {
         let a = pa.atomic();
         e.vmap(|v| a[v as usize].store(v, Relaxed));
     }
-    e.activate_all();
-    {
+    let n = e.vertices();
+    let bitmap_bytes = (n as u64).div_ceil(64) * 8;
+    let giant = e
+        .budget()
+        .take(bitmap_bytes)
+        .then(|| AtomicBitmap::new(n as usize));
+    let groups: Vec<_> = match giant {
+        Some(_) => row_groups(e.store().partitions()),
+        None => std::iter::once(0..e.store().partitions()).collect(),
+    };
+    let mut marked = 0;
+    for (i, rows) in groups.iter().enumerate() {
+        if rows.is_empty() {
+            continue;
+        }
+        let store = e.store();
+        e.activate_range(store.interval(rows.start).start..store.interval(rows.end - 1).end);
         let a = pa.atomic();
-        // Each target's parent slot is prefetched AHEAD edges early: the targets
-        // are random within the block's column interval.
-        e.exec_ahead(Mode::Multi, |v| prefetch(a, v), |_, u, v, _| union(a, u, v))?;
+        match &giant {
+            Some(g) => {
+                if i > 0 {
+                    marked = look(e, a, g);
+                }
+                // Each target's parent slot is prefetched AHEAD edges early:
+                // the targets are random within the block's column interval.
+                let f = |_: &outcore_engine::Ctx, u, v, _| {
+                    if !(g.get(u) && g.get(v)) {
+                        union(a, u, v)
+                    }
+                };
+                e.exec_ahead(Mode::Multi, |v| prefetch(a, v), f)?;
+            }
+            None => {
+                e.exec_ahead(Mode::Multi, |v| prefetch(a, v), |_, u, v, _| union(a, u, v))?;
+            }
+        }
+    }
+    if giant.is_some() {
+        e.budget().give_back(bitmap_bytes);
     }
     let components = flatten(&mut pa);
     Ok(Run {
         output: Output::Labels(pa),
         iterations: 1,
-        summary: format!("{components} components"),
+        summary: format!(
+            "{components} components (edges among the {marked} vertices of the largest sampled set skipped)"
+        ),
     })
 }

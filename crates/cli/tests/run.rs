@@ -129,14 +129,18 @@ fn a_damaged_block_stops_the_run_naming_file_and_block() {
     let at = 4096 + 2; // inside the first block's payload
     bytes[at] ^= 0x40;
     std::fs::write(&data, bytes).unwrap();
-    let o = run(&["run", "wcc", s(&g)]);
-    assert_eq!(o.status.code(), Some(1));
-    let e = err(&o);
-    assert!(
-        e.contains("grid.data") && e.contains("checksum mismatch"),
-        "{e}"
-    );
-    assert!(!e.contains("panicked"), "{e}");
+    // wcc splits each block among the threads; pagerank gives each thread
+    // whole blocks (Mode::Columns).
+    for algo in ["wcc", "pagerank"] {
+        let o = run(&["run", algo, s(&g), "--threads", "2"]);
+        assert_eq!(o.status.code(), Some(1), "{algo}");
+        let e = err(&o);
+        assert!(
+            e.contains("grid.data") && e.contains("checksum mismatch"),
+            "{algo}: {e}"
+        );
+        assert!(!e.contains("panicked"), "{algo}: {e}");
+    }
 }
 
 #[test]

@@ -54,7 +54,10 @@
 //! * In [`Mode::Single`] edges are applied in storage order: blocks in the chosen
 //!   order, sources ascending within a block, targets ascending within a source.
 //!   In [`Mode::Multi`] a block's sources are split among the pool's threads and
-//!   edge functions must use atomics.
+//!   edge functions must use atomics. In [`Mode::Columns`] each block is one
+//!   thread's, and a column (target interval) is one thread's at a time: a
+//!   thread takes the next block in order, waits while another holds its
+//!   column, and updates targets with plain loads and stores.
 //! * Every block is checked against its CRC when read; a damaged block stops the
 //!   run with an error naming the file and block.
 //!
@@ -74,8 +77,12 @@ use std::ops::Range;
 mod sorted;
 pub use sorted::SortedEdges;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{channel, sync_channel};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Reader threads of the loader: two block reads in flight when the ring has
@@ -135,6 +142,14 @@ pub enum Mode {
     Single,
     /// The pool's threads split each block; edge functions use atomics.
     Multi,
+    /// The pool's threads take whole blocks, and no two blocks with the same
+    /// target interval (column) are processed at once: an edge function may
+    /// update its target with a plain load and store instead of a
+    /// read-modify-write atomic (which costs about as much as the rest of a
+    /// PageRank edge, and bounces the target's cache line between cores when
+    /// two threads share a block). No re-entry (one pass per block): for
+    /// programs that do not activate vertices of the iteration's own rows.
+    Columns,
 }
 
 /// Settings of a [`StreamEngine`]; the CLI fills it from its flags.
@@ -168,11 +183,12 @@ pub struct StreamConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BottomUp {
-    /// Bottom-up while the frontier's out-edges outnumber a fifteenth of the
-    /// in-edges of the vertices not yet final, back to top-down once the
-    /// frontier shrinks below an eighteenth of the vertices (SC'12's alpha and
-    /// beta); only when the store has in-edges and the budget holds the
-    /// degrees.
+    /// Bottom-up once the frontier's out-edges outnumber a fifteenth of the
+    /// in-edges of the vertices not yet final (SC'12's alpha) while at least a
+    /// quarter of the active vertices are on the frontier; from then on, each
+    /// iteration the cheapest in bytes read of a bottom-up step, a sparse step
+    /// and a grid pass (`program/pull.rs`). Only when the store has in-edges
+    /// and the budget holds the degrees.
     #[default]
     Auto,
     /// Never: every iteration pushes along the grid.
@@ -258,6 +274,27 @@ pub trait StreamObserver: Sync {
 
 struct NoObserver;
 impl StreamObserver for NoObserver {}
+
+impl StreamStats {
+    /// Adds `l`'s counts and seconds to these.
+    fn merge_from(&mut self, l: &StreamStats) {
+        let s = self;
+        s.blocks_read += l.blocks_read;
+        s.passes += l.passes;
+        if s.passes_per_block.len() < l.passes_per_block.len() {
+            s.passes_per_block.resize(l.passes_per_block.len(), 0);
+        }
+        for (a, b) in s.passes_per_block.iter_mut().zip(&l.passes_per_block) {
+            *a += b;
+        }
+        s.edges_processed += l.edges_processed;
+        s.sources_skipped += l.sources_skipped;
+        s.io_wait_seconds += l.io_wait_seconds;
+        s.compute_seconds += l.compute_seconds;
+        s.read_seconds += l.read_seconds;
+        s.bands += l.bands;
+    }
+}
 
 /// The handle edge functions receive: activation and the current block.
 pub struct Ctx<'a> {
@@ -452,6 +489,10 @@ impl<'s> StreamEngine<'s> {
     pub fn activate(&self, v: u32) {
         self.active.set(v);
     }
+    /// Makes the vertices of `r` active for the coming iteration.
+    pub fn activate_range(&self, r: Range<u32>) {
+        self.active.set_range(r);
+    }
     /// Makes every vertex active for the coming iteration.
     pub fn activate_all(&self) {
         self.active.set_all();
@@ -641,6 +682,12 @@ impl<'s> StreamEngine<'s> {
                 let last = ((b + 1) * band).min(p) - 1;
                 this.store.interval(b * band).start..this.store.interval(last).end
             };
+            if mode == Mode::Columns {
+                assert_eq!(band, 0, "Mode::Columns runs without bands");
+                let st = this.columns(&todo, fulls, &frees, &ahead, &f)?;
+                local.merge_from(&st);
+                return Ok(());
+            }
             for k in 0..todo.len() {
                 let t = Instant::now();
                 let Ok(msg) = fulls[k % readers].recv() else {
@@ -674,6 +721,81 @@ impl<'s> StreamEngine<'s> {
         std::mem::swap(&mut self.active, &mut self.next);
         self.next.clear_all();
         Ok(self.active.count())
+    }
+
+    /// [`Mode::Columns`]' consumers: every thread of the pool takes the next
+    /// block of `todo` from its reader (in order, under one lock), then its
+    /// column's flag (waiting while another thread holds it), processes the
+    /// block alone in one pass, and hands the buffer back. Returns the
+    /// threads' figures, the seconds averaged over them.
+    fn columns<P, F>(
+        &self,
+        todo: &[(u32, u32)],
+        fulls: Vec<Receiver<Result<RawBlock>>>,
+        frees: &[Sender<RawBlock>],
+        ahead: &P,
+        f: &F,
+    ) -> Result<StreamStats>
+    where
+        P: Fn(u32) + Sync,
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+    {
+        let readers = fulls.len();
+        let queue = Mutex::new((0usize, fulls));
+        let busy: Vec<AtomicBool> = (0..self.grid.partitions())
+            .map(|_| AtomicBool::new(false))
+            .collect();
+        let stop = AtomicBool::new(false);
+        let worker = || -> Result<StreamStats> {
+            let mut st = StreamStats::default();
+            while !stop.load(Relaxed) {
+                let t = Instant::now();
+                let (k, msg) = {
+                    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                    let k = q.0;
+                    if k >= todo.len() {
+                        break;
+                    }
+                    q.0 += 1;
+                    match q.1[k % readers].recv() {
+                        Ok(m) => (k, m),
+                        Err(_) => break,
+                    }
+                };
+                st.io_wait_seconds += t.elapsed().as_secs_f64();
+                let block = match msg {
+                    Ok(b) => b,
+                    Err(e) => {
+                        stop.store(true, Relaxed);
+                        return Err(e);
+                    }
+                };
+                let col = &busy[block.col as usize];
+                while col
+                    .compare_exchange_weak(false, true, Acquire, Relaxed)
+                    .is_err()
+                {
+                    std::thread::yield_now();
+                }
+                let t = Instant::now();
+                self.process(&block, Mode::Columns, ahead, f, &mut st);
+                st.compute_seconds += t.elapsed().as_secs_f64();
+                col.store(false, Release);
+                st.blocks_read += 1;
+                self.observer.block_done(block.num_edges() as u64);
+                let _ = frees[k % readers].send(block);
+            }
+            Ok(st)
+        };
+        let threads = self.pool.current_num_threads();
+        let results = self.pool.broadcast(|_| worker());
+        let mut total = StreamStats::default();
+        for r in results {
+            total.merge_from(&r?);
+        }
+        total.io_wait_seconds /= threads as f64;
+        total.compute_seconds /= threads as f64;
+        Ok(total)
     }
 
     /// Bytes (without weights) of the grid rows that hold an active source:
@@ -714,21 +836,7 @@ impl<'s> StreamEngine<'s> {
     }
 
     fn merge(&mut self, l: StreamStats) {
-        let s = &mut self.stats;
-        s.blocks_read += l.blocks_read;
-        s.passes += l.passes;
-        if s.passes_per_block.len() < l.passes_per_block.len() {
-            s.passes_per_block.resize(l.passes_per_block.len(), 0);
-        }
-        for (a, b) in s.passes_per_block.iter_mut().zip(&l.passes_per_block) {
-            *a += b;
-        }
-        s.edges_processed += l.edges_processed;
-        s.sources_skipped += l.sources_skipped;
-        s.io_wait_seconds += l.io_wait_seconds;
-        s.compute_seconds += l.compute_seconds;
-        s.read_seconds += l.read_seconds;
-        s.bands += l.bands;
+        self.stats.merge_from(&l);
     }
 
     /// Processes one loaded block: the first pass over its active sources, then
@@ -741,7 +849,11 @@ impl<'s> StreamEngine<'s> {
         let rows = self.store.interval(b.row);
         let mut filter = &self.active;
         let mut passes = 0usize;
-        for pass in 0..self.cfg.mrt as usize {
+        let mrt = match mode {
+            Mode::Columns => 1,
+            _ => self.cfg.mrt as usize,
+        };
+        for pass in 0..mrt {
             let reenter = &self.reenter[pass % 2];
             reenter.clear_range(rows.clone());
             let ctx = Ctx {
@@ -821,7 +933,7 @@ impl<'s> StreamEngine<'s> {
         };
         let s = srcs.len();
         let threads = self.pool.current_num_threads();
-        if mode == Mode::Single || threads == 1 || b.num_edges() < 4096 {
+        if mode != Mode::Multi || threads == 1 || b.num_edges() < 4096 {
             return run(0..s);
         }
         // Cut the sources into chunks of about equal edge counts, several per thread.

@@ -23,7 +23,7 @@
 
 use super::pull::Step;
 use super::relax::{self, Refused, Word};
-use super::sync::{combine_atomic, vertex_pass};
+use super::sync::{combine_exclusive, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
 use crate::stream::{prefetch, Band, Mode, StreamEngine};
@@ -356,7 +356,8 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                     prog.edge(m, u, w)
                 };
                 match c {
-                    Some(c) => combine_atomic(prog, &s[v as usize], c),
+                    // Mode::Columns: a block's targets are this thread's alone.
+                    Some(c) => combine_exclusive(prog, &s[v as usize], c),
                     None => refused.record(u, v, w),
                 }
             };
@@ -364,7 +365,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                 Some(m) => {
                     let m = m.atomic();
                     e.exec_ahead(
-                        Mode::Multi,
+                        Mode::Columns,
                         |v| prefetch(s, v),
                         |_, u, v, w| edge(u, v, w, m[u as usize].load(Relaxed)),
                     )?
@@ -372,7 +373,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                 None => {
                     let vals = dsts;
                     e.exec_ahead(
-                        Mode::Multi,
+                        Mode::Columns,
                         |v| prefetch(s, v),
                         |_, u, v, w| edge(u, v, w, prog.message(&vals[u as usize], d(u))),
                     )?

@@ -70,6 +70,18 @@ pub(crate) fn vertex_pass<P: EdgeProgram>(
     (total.total(), parts.iter().map(|p| p.1).sum())
 }
 
+/// `combine(*a, x)` stored into `a` by a thread that is the only one writing
+/// `a` now ([`crate::Mode::Columns`]): a plain load and store, no
+/// read-modify-write (nothing is written when the value does not change).
+#[inline(always)]
+pub(crate) fn combine_exclusive<P: EdgeProgram>(p: &P, a: &AtomicU64, x: u64) {
+    let cur = a.load(Relaxed);
+    let new = p.combine(cur, x);
+    if new != cur {
+        a.store(new, Relaxed);
+    }
+}
+
 /// `combine(*a, x)` stored into `a` (compare-and-swap loop; nothing is written
 /// when the value does not change).
 #[inline(always)]
