@@ -277,6 +277,17 @@ fn every_algorithm_agrees_with_the_reference_in_every_configuration() {
                     },
                 ),
                 (
+                    // More threads than half the ring's slots: sync programs
+                    // split each block (Mode::Multi, atomics) instead of
+                    // taking whole blocks (Mode::Columns).
+                    "threads 4, mrt 1",
+                    StreamConfig {
+                        threads: 4,
+                        mrt: 1,
+                        ..base.clone()
+                    },
+                ),
+                (
                     "threads 1, mrt 1, column-major",
                     StreamConfig {
                         threads: 1,

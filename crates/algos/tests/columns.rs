@@ -59,6 +59,13 @@ fn a_column_is_one_threads_at_a_time() {
                 ..Default::default()
             };
             let mut e = StreamEngine::new(&store, cfg).unwrap();
+            // The ring holds at most four blocks: two threads take whole
+            // blocks in sync programs, four split each block instead.
+            let slots = e.stats().ring_slots;
+            assert_eq!(e.columns_pay(), 2 * threads <= slots, "{slots} slots");
+            if threads == 4 {
+                assert!(!e.columns_pay());
+            }
             let deg: Vec<AtomicU32> = (0..g.n).map(|_| AtomicU32::new(0)).collect();
             for round in 1..=3u32 {
                 e.activate_all();

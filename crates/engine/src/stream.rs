@@ -489,6 +489,14 @@ impl<'s> StreamEngine<'s> {
     pub fn activate(&self, v: u32) {
         self.active.set(v);
     }
+    /// Whether [`Mode::Columns`] keeps the pool busy here: blocks row-major
+    /// (consecutive blocks in distinct columns; column-major would hand the
+    /// threads one column at a time) and two ring slots per thread (one
+    /// block processed, one read meanwhile). Otherwise [`Mode::Multi`] splits
+    /// each block among the threads (with atomics).
+    pub fn columns_pay(&self) -> bool {
+        self.cfg.order == BlockOrder::RowMajor && 2 * self.threads() <= self.stats.ring_slots
+    }
     /// Makes the vertices of `r` active for the coming iteration.
     pub fn activate_range(&self, r: Range<u32>) {
         self.active.set_range(r);

@@ -23,7 +23,7 @@
 
 use super::pull::Step;
 use super::relax::{self, Refused, Word};
-use super::sync::{combine_exclusive, vertex_pass};
+use super::sync::{combine_atomic, combine_exclusive, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
 use crate::stream::{prefetch, Band, Mode, StreamEngine};
@@ -340,6 +340,10 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
     let refused = Refused::default();
     let d = |u: u32| deg.as_ref().map_or(0, |d| d[u as usize]);
 
+    // Whole blocks per thread, targets updated without atomics, where that
+    // keeps the threads busy; each block split among them otherwise.
+    let columns = e.columns_pay();
+    let mode = if columns { Mode::Columns } else { Mode::Multi };
     let (prev, mut active) = pass(e, prog, &mut vals, &mut sums, &msgs, &deg, None);
     write_back(&vals, &sums, &msgs)?;
     let mut g = Globals { iteration: 0, prev };
@@ -357,7 +361,8 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                 };
                 match c {
                     // Mode::Columns: a block's targets are this thread's alone.
-                    Some(c) => combine_exclusive(prog, &s[v as usize], c),
+                    Some(c) if columns => combine_exclusive(prog, &s[v as usize], c),
+                    Some(c) => combine_atomic(prog, &s[v as usize], c),
                     None => refused.record(u, v, w),
                 }
             };
@@ -365,7 +370,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                 Some(m) => {
                     let m = m.atomic();
                     e.exec_ahead(
-                        Mode::Columns,
+                        mode,
                         |v| prefetch(s, v),
                         |_, u, v, w| edge(u, v, w, m[u as usize].load(Relaxed)),
                     )?
@@ -373,7 +378,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                 None => {
                     let vals = dsts;
                     e.exec_ahead(
-                        Mode::Columns,
+                        mode,
                         |v| prefetch(s, v),
                         |_, u, v, w| edge(u, v, w, prog.message(&vals[u as usize], d(u))),
                     )?
