@@ -19,7 +19,7 @@
 //! grid is still read once, whole: the skip saves the finds, not the reads.
 
 use crate::{Output, Params, Result, Run};
-use outcore_engine::{prefetch, Mode, StreamEngine};
+use outcore_engine::{prefetch, BlockOrder, Mode, StreamEngine};
 use outcore_state::AtomicBitmap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -83,22 +83,6 @@ const LOOKS: [(u32, u32); 2] = [(1, 16), (1, 4)];
 /// Vertices sampled (evenly spaced) to find the giant component's root.
 const SAMPLES: u32 = 1024;
 
-/// The row groups the pass streams one after another: `0..P/16`, `P/16..P/4`,
-/// `P/4..P` (empty ones left out).
-fn row_groups(p: u32) -> Vec<std::ops::Range<u32>> {
-    let mut cuts: Vec<u32> = LOOKS.iter().map(|&(a, b)| p * a / b).collect();
-    cuts.push(p);
-    let mut groups = Vec::new();
-    let mut at = 0;
-    for c in cuts {
-        if c > at {
-            groups.push(at..c);
-            at = c;
-        }
-    }
-    groups
-}
-
 /// Points every vertex at its root and marks in `giant` the vertices of the
 /// largest set among [`SAMPLES`] evenly spaced vertices; no union runs
 /// meanwhile. Returns how many vertices are marked.
@@ -128,13 +112,13 @@ fn look(e: &StreamEngine, pa: &[AtomicU32], giant: &AtomicBitmap) -> u64 {
     giant.count()
 }
 
-/// One pass over the grid, in three groups of rows; after the first and the
-/// second the vertices of the largest set so far are marked (Afforest's
+/// One pass over the grid; before the rows at 1/16 and at 1/4 of them the
+/// vertices of the largest set so far are marked (Afforest's
 /// sampling, Sutton et al. IPDPS'18, with the first rows as the sample), and
 /// an edge between two marked vertices is skipped: both ends already are in
 /// one set, a set only grows. The labels do not depend on it. The mark bitmap
-/// (1 bit a vertex) comes from the budget; without room the pass unions every
-/// edge.
+/// (1 bit a vertex) comes from the budget; without room, or with the blocks in
+/// column-major order, the pass unions every edge.
 pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
     let mut pa = e.alloc::<u32>("parent", 0)?;
     {
@@ -143,43 +127,40 @@ pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
     }
     let n = e.vertices();
     let bitmap_bytes = (n as u64).div_ceil(64) * 8;
-    let giant = e
-        .budget()
-        .take(bitmap_bytes)
-        .then(|| AtomicBitmap::new(n as usize));
-    let groups: Vec<_> = match giant {
-        Some(_) => row_groups(e.store().partitions()),
-        None => std::iter::once(0..e.store().partitions()).collect(),
-    };
+    // Rows in order (the configured block order may be column-major).
+    let rows_in_order = e.config().order == BlockOrder::RowMajor;
+    let giant =
+        (rows_in_order && e.budget().take(bitmap_bytes)).then(|| AtomicBitmap::new(n as usize));
+    e.activate_all();
     let mut marked = 0;
-    for (i, rows) in groups.iter().enumerate() {
-        if rows.is_empty() {
-            continue;
-        }
-        let store = e.store();
-        e.activate_range(store.interval(rows.start).start..store.interval(rows.end - 1).end);
+    {
         let a = pa.atomic();
         match &giant {
             Some(g) => {
-                if i > 0 {
-                    marked = look(e, a, g);
-                }
+                let p = e.store().partitions();
+                let cuts: Vec<u32> = LOOKS.iter().map(|&(x, y)| p * x / y).collect();
                 // Each target's parent slot is prefetched AHEAD edges early:
                 // the targets are random within the block's column interval.
-                let f = |_: &outcore_engine::Ctx, u, v, _| {
-                    if !(g.get(u) && g.get(v)) {
-                        union(a, u, v)
-                    }
-                };
-                e.exec_ahead(Mode::Multi, |v| prefetch(a, v), f)?;
+                e.exec_cuts(
+                    Mode::Multi,
+                    &cuts,
+                    |v| prefetch(a, v),
+                    |_, u, v, _| {
+                        if !(g.get(u) && g.get(v)) {
+                            union(a, u, v)
+                        }
+                    },
+                    |e, _| {
+                        marked = look(e, a, g);
+                        Ok(())
+                    },
+                )?;
+                e.budget().give_back(bitmap_bytes);
             }
             None => {
                 e.exec_ahead(Mode::Multi, |v| prefetch(a, v), |_, u, v, _| union(a, u, v))?;
             }
         }
-    }
-    if giant.is_some() {
-        e.budget().give_back(bitmap_bytes);
     }
     let components = flatten(&mut pa);
     Ok(Run {

@@ -497,10 +497,6 @@ impl<'s> StreamEngine<'s> {
     pub fn columns_pay(&self) -> bool {
         self.cfg.order == BlockOrder::RowMajor && 2 * self.threads() <= self.stats.ring_slots
     }
-    /// Makes the vertices of `r` active for the coming iteration.
-    pub fn activate_range(&self, r: Range<u32>) {
-        self.active.set_range(r);
-    }
     /// Makes every vertex active for the coming iteration.
     pub fn activate_all(&self) {
         self.active.set_all();
@@ -618,12 +614,58 @@ impl<'s> StreamEngine<'s> {
         band: u32,
         ahead: P,
         f: F,
-        mut hook: D,
+        hook: D,
     ) -> Result<u64>
     where
         P: Fn(u32) + Sync,
         F: Fn(&Ctx, u32, u32, f32) + Sync,
         D: FnMut(Band) -> Result<()>,
+    {
+        self.exec_hooked(mode, band, &[], ahead, f, hook, |_, _| Ok(()))
+    }
+
+    /// [`StreamEngine::exec_ahead`] in the row-major order with a stop
+    /// between groups of rows: `between(engine, i)` is called before the
+    /// first block of a row at or past `cuts[i]` is processed (and after the
+    /// last block, for cuts past every row read), each cut once and in order,
+    /// when no edge function runs; it may run the engine's `vmap`. `mode`:
+    /// Single or Multi.
+    pub fn exec_cuts<P, F, H>(
+        &mut self,
+        mode: Mode,
+        cuts: &[u32],
+        ahead: P,
+        f: F,
+        between: H,
+    ) -> Result<u64>
+    where
+        P: Fn(u32) + Sync,
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+        H: FnMut(&Self, usize) -> Result<()>,
+    {
+        assert!(
+            mode != Mode::Columns && self.cfg.order == BlockOrder::RowMajor,
+            "exec_cuts: row-major, one block at a time"
+        );
+        self.exec_hooked(mode, 0, cuts, ahead, f, |_| Ok(()), between)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn exec_hooked<P, F, D, H>(
+        &mut self,
+        mode: Mode,
+        band: u32,
+        cuts: &[u32],
+        ahead: P,
+        f: F,
+        mut hook: D,
+        mut between: H,
+    ) -> Result<u64>
+    where
+        P: Fn(u32) + Sync,
+        F: Fn(&Ctx, u32, u32, f32) + Sync,
+        D: FnMut(Band) -> Result<()>,
+        H: FnMut(&Self, usize) -> Result<()>,
     {
         let order = self.order(band);
         let grid = &self.grid;
@@ -696,6 +738,7 @@ impl<'s> StreamEngine<'s> {
                 local.merge_from(&st);
                 return Ok(());
             }
+            let mut next_cut = 0;
             for k in 0..todo.len() {
                 let t = Instant::now();
                 let Ok(msg) = fulls[k % readers].recv() else {
@@ -703,6 +746,10 @@ impl<'s> StreamEngine<'s> {
                 };
                 local.io_wait_seconds += t.elapsed().as_secs_f64();
                 let block = msg?;
+                while next_cut < cuts.len() && block.row >= cuts[next_cut] {
+                    between(this, next_cut)?;
+                    next_cut += 1;
+                }
                 let this_band = band_of(k);
                 if let Some(b) = this_band {
                     if k == 0 || band_of(k - 1) != this_band {
@@ -721,6 +768,9 @@ impl<'s> StreamEngine<'s> {
                         local.bands += 1;
                     }
                 }
+            }
+            for i in next_cut..cuts.len() {
+                between(this, i)?;
             }
             Ok(())
         })?;

@@ -65,13 +65,6 @@ impl AtomicBitmap {
             self.words[i].fetch_and(!m, Relaxed);
         }
     }
-    /// Sets the bits of `r`.
-    pub fn set_range(&self, r: Range<u32>) {
-        for i in self.word_span(&r) {
-            let m = range_mask(i, &r);
-            self.words[i].fetch_or(m, Relaxed);
-        }
-    }
     fn word_span(&self, r: &Range<u32>) -> Range<usize> {
         if r.start >= r.end {
             return 0..0;
@@ -247,12 +240,6 @@ mod tests {
         assert_eq!(b.count_in(4..199), 1);
         assert_eq!(b.ones().collect::<Vec<_>>(), vec![3, 64, 199]);
         b.clear_range(0..65);
-        assert_eq!(b.ones().collect::<Vec<_>>(), vec![199]);
-        b.set_range(62..130);
-        assert_eq!(b.count_in(0..200), 69);
-        assert!(!b.get(61) && b.get(62) && b.get(129) && !b.get(130));
-        b.clear_range(62..130);
-        b.set_range(7..7);
         assert_eq!(b.ones().collect::<Vec<_>>(), vec![199]);
         b.set_all();
         assert_eq!(b.count(), 200);
