@@ -92,8 +92,9 @@ fn look(e: &StreamEngine, pa: &[AtomicU32], giant: &AtomicBitmap) -> u64 {
         let r = find(pa, v);
         pa[v as usize].store(r, Relaxed);
     });
-    let mut roots: Vec<u32> = (0..SAMPLES.min(n))
-        .map(|i| pa[(i as u64 * n as u64 / SAMPLES.min(n) as u64) as usize].load(Relaxed))
+    let k = SAMPLES.min(n);
+    let mut roots: Vec<u32> = (0..k)
+        .map(|i| pa[(i as u64 * n as u64 / k as u64) as usize].load(Relaxed))
         .collect();
     roots.sort_unstable();
     let Some(c) = roots

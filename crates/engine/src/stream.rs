@@ -74,15 +74,12 @@ use outcore_store::{GridReader, RawBlock, Store};
 use rayon::prelude::*;
 use std::ops::Range;
 
+mod columns;
 mod sorted;
 pub use sorted::SortedEdges;
 use std::path::PathBuf;
-use std::sync::atomic::{
-    AtomicBool, AtomicU64,
-    Ordering::{Acquire, Relaxed, Release},
-};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{channel, sync_channel};
 use std::time::Instant;
 
 /// Reader threads of the loader: two block reads in flight when the ring has
@@ -775,85 +772,10 @@ impl<'s> StreamEngine<'s> {
             Ok(())
         })?;
         local.read_seconds = read_ns.load(Relaxed) as f64 / 1e9;
-        self.merge(local);
+        self.stats.merge_from(&local);
         std::mem::swap(&mut self.active, &mut self.next);
         self.next.clear_all();
         Ok(self.active.count())
-    }
-
-    /// [`Mode::Columns`]' consumers: every thread of the pool takes the next
-    /// block of `todo` from its reader (in order, under one lock), then its
-    /// column's flag (waiting while another thread holds it), processes the
-    /// block alone in one pass, and hands the buffer back. Returns the
-    /// threads' figures, the seconds averaged over them.
-    fn columns<P, F>(
-        &self,
-        todo: &[(u32, u32)],
-        fulls: Vec<Receiver<Result<RawBlock>>>,
-        frees: &[Sender<RawBlock>],
-        ahead: &P,
-        f: &F,
-    ) -> Result<StreamStats>
-    where
-        P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, u32, f32) + Sync,
-    {
-        let readers = fulls.len();
-        let queue = Mutex::new((0usize, fulls));
-        let busy: Vec<AtomicBool> = (0..self.grid.partitions())
-            .map(|_| AtomicBool::new(false))
-            .collect();
-        let stop = AtomicBool::new(false);
-        let worker = || -> Result<StreamStats> {
-            let mut st = StreamStats::default();
-            while !stop.load(Relaxed) {
-                let t = Instant::now();
-                let (k, msg) = {
-                    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                    let k = q.0;
-                    if k >= todo.len() {
-                        break;
-                    }
-                    q.0 += 1;
-                    match q.1[k % readers].recv() {
-                        Ok(m) => (k, m),
-                        Err(_) => break,
-                    }
-                };
-                st.io_wait_seconds += t.elapsed().as_secs_f64();
-                let block = match msg {
-                    Ok(b) => b,
-                    Err(e) => {
-                        stop.store(true, Relaxed);
-                        return Err(e);
-                    }
-                };
-                let col = &busy[block.col as usize];
-                while col
-                    .compare_exchange_weak(false, true, Acquire, Relaxed)
-                    .is_err()
-                {
-                    std::thread::yield_now();
-                }
-                let t = Instant::now();
-                self.process(&block, Mode::Columns, ahead, f, &mut st);
-                st.compute_seconds += t.elapsed().as_secs_f64();
-                col.store(false, Release);
-                st.blocks_read += 1;
-                self.observer.block_done(block.num_edges() as u64);
-                let _ = frees[k % readers].send(block);
-            }
-            Ok(st)
-        };
-        let threads = self.pool.current_num_threads();
-        let results = self.pool.broadcast(|_| worker());
-        let mut total = StreamStats::default();
-        for r in results {
-            total.merge_from(&r?);
-        }
-        total.io_wait_seconds /= threads as f64;
-        total.compute_seconds /= threads as f64;
-        Ok(total)
     }
 
     /// Bytes (without weights) of the grid rows that hold an active source:
@@ -893,10 +815,6 @@ impl<'s> StreamEngine<'s> {
         Ok(self.active.count())
     }
 
-    fn merge(&mut self, l: StreamStats) {
-        self.stats.merge_from(&l);
-    }
-
     /// Processes one loaded block: the first pass over its active sources, then
     /// re-entry passes over the sources it activated, up to MRT passes.
     fn process<P, F>(&self, b: &RawBlock, mode: Mode, ahead: &P, f: &F, st: &mut StreamStats)
@@ -913,7 +831,12 @@ impl<'s> StreamEngine<'s> {
         };
         for pass in 0..mrt {
             let reenter = &self.reenter[pass % 2];
-            reenter.clear_range(rows.clone());
+            // What a pass activates in its own rows is read by the next pass
+            // and, from the second pass on, by the pass itself: a block's only
+            // pass reads none of it.
+            if mrt > 1 {
+                reenter.clear_range(rows.clone());
+            }
             let ctx = Ctx {
                 next: &self.next,
                 reenter,

@@ -166,7 +166,7 @@ impl StreamEngine<'_> {
             Ok(())
         })?;
         local.read_seconds = read_ns.load(Relaxed) as f64 / 1e9;
-        self.merge(local);
+        self.stats.merge_from(&local);
         Ok(())
     }
 }
