@@ -89,10 +89,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = EdgeReadsArg::Auto)]
     pub edge_reads: EdgeReadsArg,
     /// bfs on the streaming engine: run the levels with large frontiers
-    /// bottom-up over the in-edges and the last small ones from the out-edge
-    /// lists (stores ingested with --in-edges, or undirected), `never`, or
-    /// every level bottom-up (`always`) or from the out-edge lists (`sparse`),
-    /// for testing.
+    /// bottom-up over the in-edges (stores ingested with --in-edges, or
+    /// undirected) and small ones from the out-edge lists (any store), `never`
+    /// (every level along the grid), or every level bottom-up (`always`) or
+    /// from the out-edge lists (`sparse`), for testing.
     #[arg(long, value_enum, default_value_t = BottomUpArg::Auto)]
     pub bottom_up: BottomUpArg,
     #[command(flatten)]

@@ -130,7 +130,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
             } else if outcore_engine::bottom_up_lists(store.manifest()).is_some() {
                 "direction-optimizing: large levels bottom-up over the in-edges, small ones from the out-edge lists, when the budget holds 4 bytes a vertex per direction beside the depths"
             } else {
-                "top-down only: the store has no in-edges (ingest with --in-edges for direction-optimizing bfs)"
+                "top-down: small levels from the out-edge lists, the others along the grid; the store has no in-edges (ingest with --in-edges for direction-optimizing bfs)"
             };
             println!("bfs: {reason}");
         }

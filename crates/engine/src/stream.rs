@@ -184,8 +184,9 @@ pub enum BottomUp {
     /// in-edges of the vertices not yet final (SC'12's alpha) while at least a
     /// quarter of the active vertices are on the frontier; from then on, each
     /// iteration the cheapest in bytes read of a bottom-up step, a sparse step
-    /// and a grid pass (`program/pull.rs`). Only when the store has in-edges
-    /// and the budget holds the degrees.
+    /// and a grid pass (`program/pull.rs`); before, and on a store without
+    /// in-edges, the cheaper of a sparse step and a grid pass. Only when the
+    /// budget holds the degrees.
     #[default]
     Auto,
     /// Never: every iteration pushes along the grid.
@@ -193,7 +194,8 @@ pub enum BottomUp {
     /// Every iteration bottom-up (when possible at all), for testing.
     Always,
     /// Every iteration top-down from the out-edge CSR lists instead of the
-    /// grid (when bottom-up is possible at all), for testing.
+    /// grid (bfs, unless the store's out-lists hold marked reverse edges),
+    /// for testing.
     Sparse,
 }
 

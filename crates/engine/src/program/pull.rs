@@ -27,10 +27,13 @@
 //!   the vertices never reached (9.4M) hold 1.7M in-edges scattered over the
 //!   whole 1 GiB file: re-read by read-ahead, each later step took 0.6-0.7 s,
 //!   from memory 0.01-0.06 s.
-//! * **Sparse steps.** Once the frontier is small, an iteration may instead
+//! * **Sparse steps.** When the frontier is small, an iteration may instead
 //!   push from the active vertices along their out-edge lists (`csr.out.*`),
 //!   read the same way: a top-down step that reads a few lists instead of
-//!   every grid row holding an active source.
+//!   every grid row holding an active source. Every store has these lists, so
+//!   a store without in-edges takes sparse steps too (never bottom-up ones):
+//!   on Kronecker 22 four of bfs's seven levels, the first two and the last
+//!   two, which read the whole grid before (engine reads 997 -> 615 MiB).
 //! * **Activity.** The vertices a step lowers are the next iteration's sources;
 //!   after a bottom-up step so are the active vertices not on the frontier
 //!   (deeper candidates left by top-down re-entry, which still have to push).
@@ -42,7 +45,14 @@
 //!   levels by re-entry, and when they have run ahead of the iteration count
 //!   (road networks: hundreds of levels in a hundred iterations, no active
 //!   vertex on the frontier) a bottom-up step would settle a level long
-//!   settled. Once off the grid, each iteration takes the cheapest of a
+//!   settled. Before that (and on a store without in-edges) an iteration is
+//!   the cheaper of a sparse step and a grid pass, priced as below — but never
+//!   sparse once a grid pass's re-entry has run ahead (a sparse step crosses
+//!   one level, a road network's grid pass about six), nor a third sparse
+//!   step in a row unless the active set shrank fourfold: a grid pass then
+//!   shows whether re-entry runs ahead (without this a road network went
+//!   sparse from its root on, one level an iteration: New York 0.78 -> 0.9 s
+//!   warm, 10x the read requests). Once off the grid, each iteration takes the cheapest of a
 //!   bottom-up step, a sparse step and a grid pass, priced in bytes read in
 //!   sequence: a read request costs [`REQUEST_BYTES`] plus its bytes, a chunk
 //!   no more than its span read whole (read-ahead), kept lists a sixteenth of
@@ -50,18 +60,18 @@
 //!   them. SC'12's return to top-down
 //!   on a small frontier is left out: on the grid a small frontier spread over
 //!   every row costs a whole pass (Kronecker 22, warm: the last levels took
-//!   0.14-0.15 s top-down, 0.02 s bottom-up). The price only decides once off
-//!   the grid: a bottom-up step settles one level, and a road network's
+//!   0.14-0.15 s top-down, 0.02 s bottom-up). The price decides between all
+//!   three only once off the grid: a bottom-up step settles one level, and a road network's
 //!   frontier, spread over its one or few grid rows, would keep it bottom-up
 //!   for a thousand levels that re-entry crosses nine at a time
 //!   (road-luxembourg: 1.02 s against 0.40 s).
 //!
 //! # Memory
 //! Taken from the budget when the run starts, or no step leaves the grid: per
-//! direction (in and out; one on an undirected store) the degrees (4 bytes a
-//! vertex), each chunk's first edge (8 bytes per 4096 vertices) and the
-//! page-group checksums (4 bytes per 4 KiB of edges); the frontier bitmap (1
-//! bit a vertex) and per thread one read buffer of [`WINDOW`] edges and two
+//! direction (in and out; one on an undirected store or one without in-edges)
+//! the degrees (4 bytes a vertex), each chunk's first edge (8 bytes per 4096
+//! vertices) and the page-group checksums (4 bytes per 4 KiB of edges); the
+//! frontier bitmap (1 bit a vertex, with in-edges) and per thread one read buffer of [`WINDOW`] edges and two
 //! lists of a chunk's wanted vertices. The kept lists take what they hold (at
 //! most half of what the budget has left) and give it back when replaced.
 
@@ -269,19 +279,39 @@ impl Side {
 /// A store's in-edges (and out-edges) and what deciding and running
 /// bottom-up and sparse steps needs.
 pub(crate) struct InEdges {
-    inn: Side,
-    /// The out-edge lists (`None`: the store is undirected, they are `inn`).
-    out: Option<Side>,
+    /// The out-edge lists.
+    out: Side,
+    /// The in-edge lists.
+    inn: InLists,
+    /// The frontier of a bottom-up step (empty without in-edge lists).
     frontier: AtomicBitmap,
     /// Taken from the engine's budget.
     pub(crate) bytes: u64,
     mode: BottomUp,
     /// Whether the last iteration ran from the CSR (bottom-up or sparse).
     pulling: bool,
+    /// Whether a grid iteration's re-entry has run ahead of the iteration
+    /// count (most active vertices deeper than the frontier): no sparse
+    /// step before a bottom-up one then.
+    deep: bool,
+    /// Sparse steps in a row, up to the last one.
+    sparse_run: u32,
+    /// Active vertices when the last step was chosen.
+    last_active: u64,
     /// The in-lists of every vertex a bottom-up step left without a parent,
     /// kept in memory when they fit half of what the budget has left: later
     /// bottom-up steps read them from here instead of the file.
     kept: Option<Kept>,
+}
+
+/// Where a store's in-edge lists are.
+enum InLists {
+    /// In their own files (`--in-edges`).
+    Own(Box<Side>),
+    /// The out-edge lists (an undirected store).
+    Out,
+    /// Nowhere: only sparse steps run, never a bottom-up one.
+    None,
 }
 
 /// One chunk's kept in-lists: (vertex, list length) and the lists, in order.
@@ -314,33 +344,42 @@ impl InEdges {
             return Ok(None);
         }
         let store = e.store();
-        let Some(dir) = bottom_up_lists(store.manifest()) else {
+        let m = store.manifest();
+        let dir = bottom_up_lists(m);
+        // Without in-edges, sparse steps alone, along the out-edge lists —
+        // unless those hold marked reverse edges (`--with-reverse`).
+        if dir.is_none() && (m.reverse_marked || mode == BottomUp::Always) {
             return Ok(None);
-        };
+        }
         let n = e.vertices() as u64;
-        let in_sums = PageSums::load(store, &format!("csr.{dir}.targets"))?;
-        let out_sums = match dir {
-            "in" => Some(PageSums::load(store, "csr.out.targets")?),
+        let out_sums = PageSums::load(store, "csr.out.targets")?;
+        let in_sums = match dir {
+            Some("in") => Some(PageSums::load(store, "csr.in.targets")?),
             _ => None,
         };
-        let bytes = Side::bytes(n, &in_sums)
-            + out_sums.as_ref().map_or(0, |s| Side::bytes(n, s))
-            + n.div_ceil(64) * 8
+        let frontier = if dir.is_some() { n } else { 0 };
+        let bytes = Side::bytes(n, &out_sums)
+            + in_sums.as_ref().map_or(0, |s| Side::bytes(n, s))
+            + frontier.div_ceil(64) * 8
             + e.threads() as u64 * (WINDOW * 4 + 2 * SUM_GROUP + 2 * WANTED_BYTES);
         if !e.budget().take(bytes) {
             return Ok(None);
         }
         let r = (|| {
             Ok(InEdges {
-                inn: Side::open(store, dir, in_sums)?,
-                out: match out_sums {
-                    Some(s) => Some(Side::open(store, "out", s)?),
-                    None => None,
+                out: Side::open(store, "out", out_sums)?,
+                inn: match (dir, in_sums) {
+                    (Some(_), Some(s)) => InLists::Own(Box::new(Side::open(store, "in", s)?)),
+                    (Some(_), None) => InLists::Out,
+                    (None, _) => InLists::None,
                 },
-                frontier: AtomicBitmap::new(n as usize),
+                frontier: AtomicBitmap::new(frontier as usize),
                 bytes,
                 mode,
                 pulling: false,
+                deep: false,
+                sparse_run: 0,
+                last_active: 0,
                 kept: None,
             })
         })();
@@ -350,8 +389,13 @@ impl InEdges {
         r.map(Some)
     }
 
-    fn out(&self) -> &Side {
-        self.out.as_ref().unwrap_or(&self.inn)
+    /// The in-edge lists, when the store has them.
+    fn inn(&self) -> Option<&Side> {
+        match &self.inn {
+            InLists::Own(s) => Some(s),
+            InLists::Out => Some(&self.out),
+            InLists::None => None,
+        }
     }
 
     /// How iteration `done` (counted from 0) runs over the words `a`;
@@ -370,7 +414,8 @@ impl InEdges {
             _ => {}
         }
         let n = e.vertices();
-        let (out, inn) = (&self.out().deg, &self.inn.deg);
+        let before = std::mem::replace(&mut self.last_active, e.active_count());
+        let (out, inn) = (&self.out.deg, self.inn().map(|s| &s.deg));
         let late = self.pulling;
         // How many active vertices are on the frontier: when few are, the grid
         // it is, without pricing anything (a road network's every iteration;
@@ -388,6 +433,8 @@ impl InEdges {
         });
         if 4 * on < e.active_count() {
             self.pulling = false;
+            self.deep = true;
+            self.sparse_run = 0;
             return Step::TopDown;
         }
         // In-lists kept in memory: a bottom-up step reads nothing, priced at
@@ -406,7 +453,7 @@ impl InEdges {
                         if e.is_active(v) {
                             f += out[v as usize] as u64;
                         }
-                        if !settled.get(v) {
+                        if let Some(inn) = inn.filter(|_| !settled.get(v)) {
                             u += inn[v as usize] as u64;
                         }
                     }
@@ -423,34 +470,63 @@ impl InEdges {
                     .sum()
             })
         };
-        let step = if late {
-            // The cheapest in bytes read; a top-down pass also decodes every
-            // block of its rows, so it counts a quarter more. A sparse step
-            // reads at least its lists' bytes: priced only when those are
-            // fewer than the others' price.
+        // A top-down pass reads its rows' bytes and also decodes every block
+        // of them, so it counts a quarter more.
+        let grid = || {
             let grid = e.active_row_bytes();
-            let grid = grid + grid / 4;
-            let bottom_up = match kept_edges {
-                Some(k) => 4 * k / 16,
-                None => price(&self.inn, &|v| !settled.get(v)),
-            };
-            let sparse = match 4 * m_f < bottom_up.min(grid) {
-                true => price(self.out(), &|v| e.is_active(v)),
-                false => u64::MAX,
-            };
-            if sparse < bottom_up.min(grid) {
-                Step::Sparse
-            } else if bottom_up <= grid {
-                Step::BottomUp
-            } else {
+            grid + grid / 4
+        };
+        let step = match self.inn() {
+            Some(inn) if late => {
+                let grid = grid();
+                // A sparse step reads at least its lists' bytes: priced only
+                // when those are fewer than the others' price.
+                let bottom_up = match kept_edges {
+                    Some(k) => 4 * k / 16,
+                    None => price(inn, &|v| !settled.get(v)),
+                };
+                let sparse = match 4 * m_f < bottom_up.min(grid) {
+                    true => price(&self.out, &|v| e.is_active(v)),
+                    false => u64::MAX,
+                };
+                if sparse < bottom_up.min(grid) {
+                    Step::Sparse
+                } else if bottom_up <= grid {
+                    Step::BottomUp
+                } else {
+                    Step::TopDown
+                }
+            }
+            Some(_) if m_f * ALPHA > m_u => Step::BottomUp,
+            // Once a grid pass's re-entry has run ahead, the grid it is: a
+            // sparse step crosses one level, a grid pass several on a graph
+            // with locality (a road network). Nor more than two sparse steps
+            // in a row unless the active set shrinks fourfold: a grid pass
+            // then shows whether re-entry runs ahead.
+            _ if self.deep || (self.sparse_run >= 2 && 4 * e.active_count() >= before) => {
                 Step::TopDown
             }
-        } else if m_f * ALPHA > m_u {
-            Step::BottomUp
-        } else {
-            Step::TopDown
+            _ => {
+                // The cheaper of a sparse step and a grid pass; a sparse step
+                // reads at least its lists' bytes.
+                let grid = grid();
+                let sparse = match 4 * m_f < grid {
+                    true => price(&self.out, &|v| e.is_active(v)),
+                    false => u64::MAX,
+                };
+                match sparse < grid {
+                    true => Step::Sparse,
+                    false => Step::TopDown,
+                }
+            }
         };
-        self.pulling = step != Step::TopDown;
+        // Off the grid since a bottom-up step: sparse steps before any keep
+        // SC'12's rule for turning bottom-up.
+        self.pulling = step == Step::BottomUp || (late && step == Step::Sparse);
+        self.sparse_run = match step {
+            Step::Sparse => self.sparse_run + 1,
+            _ => 0,
+        };
         step
     }
 
@@ -508,7 +584,7 @@ impl InEdges {
                                 // Every active source pushes once: none stays
                                 // active unless lowered.
                                 let want = |u| active.get(u);
-                                let edges = this.out().lists(c, want, buf, wanted, |u, dsts| {
+                                let edges = this.out.lists(c, want, buf, wanted, |u, dsts| {
                                     for &v in dsts {
                                         if !settled.get(v) {
                                             lower(u, v, next);
@@ -567,7 +643,12 @@ impl InEdges {
                                 }
                                 None => {
                                     let want = |v| !settled.get(v);
-                                    this.inn.lists(c, want, buf, wanted, &mut visit)?
+                                    let Some(inn) = this.inn() else {
+                                        return Err(EngineError::Invalid(
+                                            "a bottom-up step without in-edge lists".into(),
+                                        ));
+                                    };
+                                    inn.lists(c, want, buf, wanted, &mut visit)?
                                 }
                             };
                             let size = (ids.capacity() * 8 + srcs_kept.capacity() * 4) as u64;
