@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The V-Part benchmark's table (docs/benchmarks.md) from the harness's output:
+"""The V-Part benchmark's table (docs/benchmarks-vpart.md) from the harness's output:
    python3 bench/vpart-summary.py docs/bench/vpart-kron24-floor docs/bench/vpart-kron24-quarter docs/bench/vpart-kron24-eighth
 Medians over repetitions; ratios are other engines' time over the external engine's
 (and the external engine's over the semi-external floor's)."""

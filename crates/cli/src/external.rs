@@ -107,7 +107,7 @@ fn mapped_in_order(algo: Algo, vertices: u64, need: u64, state_room: u64) -> boo
 /// band reads the whole grid row by row for its columns, so the edges are read
 /// once an iteration whatever the band count, but a band's blocks are small
 /// reads at every row. Kronecker 24, cold, `--direct`, against the external
-/// engine on a layout built for the same budget (`docs/benchmarks.md`): 2 bands
+/// engine on a layout built for the same budget (`docs/benchmarks-vpart.md`): 2 bands
 /// 11.4 s against 16.2 s (bfs); 3 bands 13.1 s against 17.3 s (bfs) and 72 s
 /// against 103 s (sssp); 5 bands 15.6 s against 14.3 s and 16 bands 24.5 s
 /// against 22.4 s (bfs).

@@ -413,6 +413,10 @@ impl InEdges {
             BottomUp::Sparse => return Step::Sparse,
             _ => {}
         }
+        if self.deep && self.inn().is_none() {
+            // Nothing but the grid is left: no need to count anything.
+            return Step::TopDown;
+        }
         let n = e.vertices();
         let before = std::mem::replace(&mut self.last_active, e.active_count());
         let (out, inn) = (&self.out.deg, self.inn().map(|s| &s.deg));
