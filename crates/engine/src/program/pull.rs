@@ -480,20 +480,20 @@ impl InEdges {
             let grid = e.active_row_bytes();
             grid + grid / 4
         };
+        // A sparse step reads at least its lists' bytes: priced only when
+        // those are fewer than `others`, the other steps' price.
+        let sparse = |others: u64| match 4 * m_f < others {
+            true => price(&self.out, &|v| e.is_active(v)),
+            false => u64::MAX,
+        };
         let step = match self.inn() {
             Some(inn) if late => {
                 let grid = grid();
-                // A sparse step reads at least its lists' bytes: priced only
-                // when those are fewer than the others' price.
                 let bottom_up = match kept_edges {
                     Some(k) => 4 * k / 16,
                     None => price(inn, &|v| !settled.get(v)),
                 };
-                let sparse = match 4 * m_f < bottom_up.min(grid) {
-                    true => price(&self.out, &|v| e.is_active(v)),
-                    false => u64::MAX,
-                };
-                if sparse < bottom_up.min(grid) {
+                if sparse(bottom_up.min(grid)) < bottom_up.min(grid) {
                     Step::Sparse
                 } else if bottom_up <= grid {
                     Step::BottomUp
@@ -511,14 +511,9 @@ impl InEdges {
                 Step::TopDown
             }
             _ => {
-                // The cheaper of a sparse step and a grid pass; a sparse step
-                // reads at least its lists' bytes.
+                // The cheaper of a sparse step and a grid pass.
                 let grid = grid();
-                let sparse = match 4 * m_f < grid {
-                    true => price(&self.out, &|v| e.is_active(v)),
-                    false => u64::MAX,
-                };
-                match sparse < grid {
+                match sparse(grid) < grid {
                     true => Step::Sparse,
                     false => Step::TopDown,
                 }
