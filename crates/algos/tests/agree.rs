@@ -432,8 +432,8 @@ fn a_mapped_relaxation_array_runs_band_by_band_with_the_same_answers() {
 fn the_loader_delivers_every_block_in_order_and_the_hint_runs_ahead() {
     // Single mode applies edges in storage order, so with every source active one
     // iteration must apply exactly the grid's edges, blocks row-major; the
-    // look-ahead hint must see each block's targets but its first AHEAD.
-    use outcore_engine::{Mode, AHEAD};
+    // look-ahead hint must see each block's targets but its first STREAM_AHEAD.
+    use outcore_engine::{Mode, STREAM_AHEAD};
     use std::sync::Mutex;
     let dir = tempfile::tempdir().unwrap();
     let c = &case("kron");
@@ -444,7 +444,7 @@ fn the_loader_delivers_every_block_in_order_and_the_hint_runs_ahead() {
         for col in 0..4 {
             let b = grid.read_block(r, col, false).unwrap();
             want_edges.extend(b.edges().map(|(u, v, _)| (u, v)));
-            want_hints.extend_from_slice(&b.dsts[b.dsts.len().min(AHEAD)..]);
+            want_hints.extend_from_slice(&b.dsts[b.dsts.len().min(STREAM_AHEAD)..]);
         }
     }
     assert!(
@@ -477,6 +477,77 @@ fn the_loader_delivers_every_block_in_order_and_the_hint_runs_ahead() {
         slots_seen.contains(&2) && slots_seen.contains(&4),
         "ring slots seen {slots_seen:?}"
     );
+}
+
+#[test]
+fn runs_deliver_exactly_the_edges_and_hints_of_single_edges() {
+    // exec_runs hands a source's run of a block at once: the same edges, in the
+    // same order, with the same weights (none on an unweighted store) and the
+    // same look-ahead hints as exec_ahead, in every mode (a store with reverse
+    // edges is weighted: the sign marks them).
+    use outcore_engine::Mode;
+    use std::sync::Mutex;
+    for name in ["kron", "kron-rev"] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = &case(name);
+        let (store, _) = build(dir.path(), c, 4);
+        for (mode, weights) in [
+            (Mode::Single, true),
+            (Mode::Single, false),
+            (Mode::Multi, true),
+            (Mode::Columns, true),
+        ] {
+            let sorted = |m: &Mutex<Vec<(u32, u32, u32)>>| {
+                let mut v = std::mem::take(&mut *m.lock().unwrap());
+                if mode != Mode::Single {
+                    v.sort_unstable();
+                }
+                v
+            };
+            let cfg = || StreamConfig {
+                threads: 2,
+                ..Default::default()
+            };
+            let (edges, hints) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+            let mut e = StreamEngine::new(&store, cfg()).unwrap();
+            e.with_weights(weights);
+            e.activate_all();
+            e.exec_ahead(
+                mode,
+                |v| hints.lock().unwrap().push((v, 0, 0)),
+                |_, u, v, w| edges.lock().unwrap().push((u, v, w.to_bits())),
+            )
+            .unwrap();
+            let (want_edges, want_hints) = (sorted(&edges), sorted(&hints));
+            assert_eq!(want_edges.len() as u64, store.edges(), "{name} {mode:?}");
+            let mut e = StreamEngine::new(&store, cfg()).unwrap();
+            e.with_weights(weights);
+            e.activate_all();
+            e.exec_runs(
+                mode,
+                |v| hints.lock().unwrap().push((v, 0, 0)),
+                |_, u, vs, ws| {
+                    assert_eq!(ws.is_some(), store.weighted() && weights, "{name}: weights");
+                    assert_eq!(ws.map_or(vs.len(), |w| w.len()), vs.len());
+                    let mut g = edges.lock().unwrap();
+                    for (i, &v) in vs.iter().enumerate() {
+                        g.push((u, v, ws.map_or(1.0f32, |w| w[i]).to_bits()));
+                    }
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                sorted(&edges),
+                want_edges,
+                "{name} {mode:?} {weights}: edges"
+            );
+            assert_eq!(
+                sorted(&hints),
+                want_hints,
+                "{name} {mode:?} {weights}: hints"
+            );
+        }
+    }
 }
 
 #[test]

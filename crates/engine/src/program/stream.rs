@@ -366,21 +366,53 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                     None => refused.record(u, v, w),
                 }
             };
+            // One run of a source's edges: its message read once; on an
+            // unweighted store, where every edge of the run carries the same
+            // contribution (unless the program reads the destination), that too.
+            let run = |u: u32, vs: &[u32], ws: Option<&[f32]>, m: u64| match ws {
+                None if !prog.reads_destination() => match prog.edge(m, u, 1.0) {
+                    Some(c) if columns => {
+                        for &v in vs {
+                            combine_exclusive(prog, &s[v as usize], c)
+                        }
+                    }
+                    Some(c) => {
+                        for &v in vs {
+                            combine_atomic(prog, &s[v as usize], c)
+                        }
+                    }
+                    None => {
+                        for &v in vs {
+                            refused.record(u, v, 1.0)
+                        }
+                    }
+                },
+                None => {
+                    for &v in vs {
+                        edge(u, v, 1.0, m)
+                    }
+                }
+                Some(ws) => {
+                    for (&v, &w) in vs.iter().zip(ws) {
+                        edge(u, v, w, m)
+                    }
+                }
+            };
             match &msgs {
                 Some(m) => {
                     let m = m.atomic();
-                    e.exec_ahead(
+                    e.exec_runs(
                         mode,
                         |v| prefetch(s, v),
-                        |_, u, v, w| edge(u, v, w, m[u as usize].load(Relaxed)),
+                        |_, u, vs, ws| run(u, vs, ws, m[u as usize].load(Relaxed)),
                     )?
                 }
                 None => {
                     let vals = dsts;
-                    e.exec_ahead(
+                    e.exec_runs(
                         mode,
                         |v| prefetch(s, v),
-                        |_, u, v, w| edge(u, v, w, prog.message(&vals[u as usize], d(u))),
+                        |_, u, vs, ws| run(u, vs, ws, prog.message(&vals[u as usize], d(u))),
                     )?
                 }
             };

@@ -29,7 +29,7 @@ impl StreamEngine<'_> {
     ) -> Result<StreamStats>
     where
         P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, u32, f32) + Sync,
+        F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
     {
         let readers = fulls.len();
         let queue = Mutex::new((0usize, fulls));
