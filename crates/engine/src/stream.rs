@@ -64,8 +64,9 @@
 //! # Memory plan
 //! The budget (`--memory`) pays, in this order: the bitmaps (4 bits per vertex),
 //! the grid index, a fixed 8 MiB allowance for the process, the ring (at least two
-//! slots of the largest block; up to four while they take at most a quarter of
-//! what is left), and then vertex arrays, which are mapped once the rest is gone.
+//! slots of the largest block; up to four, or two per thread above two threads,
+//! while they take at most a quarter of what is left), and then vertex arrays,
+//! which are mapped once the rest is gone.
 
 use crate::error::{EngineError, Result};
 use outcore_io::{IoSnapshot, ReadMode};
@@ -396,13 +397,16 @@ impl<'s> StreamEngine<'s> {
             .max()
             .unwrap_or(0)
             .max(4);
+        let (pool, threads) = crate::thread_pool(cfg.threads, "worker")?;
+        // Up to four slots, or two per thread where there are more than two
+        // threads (Mode::Columns: one block processed and one read per thread).
+        let most = 4.max(2 * threads);
         let mut slots = 2usize;
-        while slots < 4 && (slots as u64 + 1) * max_block <= rest / 4 {
+        while slots < most && (slots as u64 + 1) * max_block <= rest / 4 {
             slots += 1;
         }
         rest = rest.saturating_sub(slots as u64 * max_block);
         let budget = StateBudget::new(rest, work_dir.clone()).force_mapped(cfg.force_mapped);
-        let (pool, _) = crate::thread_pool(cfg.threads, "worker")?;
         let start_io = store.stats().snapshot();
         Ok(StreamEngine {
             store,
