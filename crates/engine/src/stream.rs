@@ -624,7 +624,7 @@ impl<'s> StreamEngine<'s> {
         P: Fn(u32) + Sync,
         F: Fn(&Ctx, u32, u32, f32) + Sync,
     {
-        self.exec_bands(mode, 0, ahead, f, |_| Ok(()))
+        self.exec_bands(mode, 0, ahead, each_edge(f), |_| Ok(()))
     }
 
     /// [`StreamEngine::exec_ahead`] with `f` called once per run of a source's
@@ -653,7 +653,8 @@ impl<'s> StreamEngine<'s> {
     /// whenever the kernel evicts it), while the sources' values are read once
     /// a band. Re-entry works as in `exec_ahead` (a block re-enters for the
     /// sources it activated in its own source interval: diagonal blocks).
-    /// `band == 0`: the configured order, no hook called.
+    /// `band == 0`: the configured order, no hook called. `f` takes a
+    /// source's run at a time, as in [`StreamEngine::exec_runs`].
     pub fn exec_bands<P, F, D>(
         &mut self,
         mode: Mode,
@@ -664,10 +665,10 @@ impl<'s> StreamEngine<'s> {
     ) -> Result<u64>
     where
         P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, u32, f32) + Sync,
+        F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
         D: FnMut(Band) -> Result<()>,
     {
-        self.exec_hooked(mode, band, &[], ahead, each_edge(f), hook, |_, _| Ok(()))
+        self.exec_hooked(mode, band, &[], ahead, f, hook, |_, _| Ok(()))
     }
 
     /// [`StreamEngine::exec_ahead`] in the row-major order with a stop

@@ -297,18 +297,40 @@ fn relax_iteration<P: EdgeProgram, W: Word, C: Cells<W::Atomic> + ?Sized>(
                 cells.prefetch(v)
             }
         },
-        |ctx, u, v, w| {
-            if settled(v) {
-                return;
-            }
-            let m = relax::message_of::<P, W>(prog, cells.cell(u));
-            if !relax::relax_into::<P, W>(prog, cells.cell(v), m, u, v, w, |x| ctx.activate(x)) {
-                refused.record(u, v, w);
-                return;
-            }
-            if both {
-                let m = relax::message_of::<P, W>(prog, cells.cell(v));
-                relax::relax_into::<P, W>(prog, cells.cell(u), m, v, u, w, |x| ctx.activate(x));
+        |ctx, u, vs, ws| {
+            let one = |v: u32, w: f32, m: Option<u64>| {
+                if settled(v) {
+                    return;
+                }
+                let m = m.unwrap_or_else(|| relax::message_of::<P, W>(prog, cells.cell(u)));
+                if !relax::relax_into::<P, W>(prog, cells.cell(v), m, u, v, w, |x| ctx.activate(x))
+                {
+                    refused.record(u, v, w);
+                    return;
+                }
+                if both {
+                    let m = relax::message_of::<P, W>(prog, cells.cell(v));
+                    relax::relax_into::<P, W>(prog, cells.cell(u), m, v, u, w, |x| ctx.activate(x));
+                }
+            };
+            // One direction: u's message is read once a run. Its own edges
+            // cannot lower u (an edge back to u adds to u's value); another
+            // thread may lower it meanwhile, and then activates it, so its
+            // edges are relaxed again from the lower value, as when that
+            // happens after its run. Both directions: the run's own edges
+            // lower u, so the message is read an edge at a time.
+            let m = (!both).then(|| relax::message_of::<P, W>(prog, cells.cell(u)));
+            match ws {
+                Some(ws) => {
+                    for (&v, &w) in vs.iter().zip(ws) {
+                        one(v, w, m)
+                    }
+                }
+                None => {
+                    for &v in vs {
+                        one(v, 1.0, m)
+                    }
+                }
             }
         },
         hook,
