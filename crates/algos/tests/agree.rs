@@ -504,38 +504,40 @@ fn runs_deliver_exactly_the_edges_and_hints_of_single_edges() {
                 }
                 v
             };
-            let cfg = || StreamConfig {
-                threads: 2,
-                ..Default::default()
+            let engine = || {
+                let cfg = StreamConfig {
+                    threads: 2,
+                    ..Default::default()
+                };
+                let mut e = StreamEngine::new(&store, cfg).unwrap();
+                e.with_weights(weights);
+                e.activate_all();
+                e
             };
             let (edges, hints) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
-            let mut e = StreamEngine::new(&store, cfg()).unwrap();
-            e.with_weights(weights);
-            e.activate_all();
-            e.exec_ahead(
-                mode,
-                |v| hints.lock().unwrap().push((v, 0, 0)),
-                |_, u, v, w| edges.lock().unwrap().push((u, v, w.to_bits())),
-            )
-            .unwrap();
+            engine()
+                .exec_ahead(
+                    mode,
+                    |v| hints.lock().unwrap().push((v, 0, 0)),
+                    |_, u, v, w| edges.lock().unwrap().push((u, v, w.to_bits())),
+                )
+                .unwrap();
             let (want_edges, want_hints) = (sorted(&edges), sorted(&hints));
             assert_eq!(want_edges.len() as u64, store.edges(), "{name} {mode:?}");
-            let mut e = StreamEngine::new(&store, cfg()).unwrap();
-            e.with_weights(weights);
-            e.activate_all();
-            e.exec_runs(
-                mode,
-                |v| hints.lock().unwrap().push((v, 0, 0)),
-                |_, u, vs, ws| {
-                    assert_eq!(ws.is_some(), store.weighted() && weights, "{name}: weights");
-                    assert_eq!(ws.map_or(vs.len(), |w| w.len()), vs.len());
-                    let mut g = edges.lock().unwrap();
-                    for (i, &v) in vs.iter().enumerate() {
-                        g.push((u, v, ws.map_or(1.0f32, |w| w[i]).to_bits()));
-                    }
-                },
-            )
-            .unwrap();
+            engine()
+                .exec_runs(
+                    mode,
+                    |v| hints.lock().unwrap().push((v, 0, 0)),
+                    |_, u, vs, ws| {
+                        assert_eq!(ws.is_some(), store.weighted() && weights, "{name}: weights");
+                        assert_eq!(ws.map_or(vs.len(), |w| w.len()), vs.len());
+                        let mut g = edges.lock().unwrap();
+                        for (i, &v) in vs.iter().enumerate() {
+                            g.push((u, v, ws.map_or(1.0f32, |w| w[i]).to_bits()));
+                        }
+                    },
+                )
+                .unwrap();
             assert_eq!(
                 sorted(&edges),
                 want_edges,
