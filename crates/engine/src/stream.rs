@@ -94,9 +94,11 @@ pub const AHEAD: usize = 32;
 /// How many edges ahead of the one being applied [`StreamEngine::exec_ahead`]
 /// hints a target. Longer than [`AHEAD`]: once an edge function is a load, an
 /// add and a store (pagerank's runs, [`StreamEngine::exec_runs`]), 32 edges
-/// are less than a miss to memory. Measured on pagerank x10, Kronecker 22,
-/// warm, one thread, five alternating runs: median compute 5.05 s at 32, 4.32 s
-/// at 96, 4.12 s at 192 (384 no better); wcc and bfs unchanged.
+/// are less than a miss to memory. Measured (docs/benchmarks.md, design
+/// notes): warm pagerank x10 on Kronecker 24, two threads, 13.2 s at 32 and
+/// 11.6 s at 192 (medians of three); on Kronecker 22 one thread, 96 and 192
+/// beat 32 in three sittings of four, and 384 was no clear gain; wcc and bfs
+/// unchanged.
 pub const STREAM_AHEAD: usize = 192;
 
 /// Starts loading `slice[i]` into the cache (a hint: no effect on any value, and
@@ -629,9 +631,9 @@ impl<'s> StreamEngine<'s> {
 
     /// [`StreamEngine::exec_ahead`] with `f` called once per run of a source's
     /// edges in a block: `f(ctx, u, targets, weights)` (weights `None` unless
-    /// the engine streams them, [`StreamEngine::with_weights`]), so that work depending on the source alone — its
-    /// message, the edge value of an unweighted edge — is done once a run
-    /// rather than once an edge. The runs, their order and the look-ahead
+    /// the engine streams them, [`StreamEngine::with_weights`]), so that work
+    /// depending on the source alone — its message, the edge value of an
+    /// unweighted edge — is done once a run rather than once an edge. The runs, their order and the look-ahead
     /// hints are exactly `exec_ahead`'s.
     pub fn exec_runs<P, F>(&mut self, mode: Mode, ahead: P, f: F) -> Result<u64>
     where
