@@ -124,6 +124,24 @@ pub fn prefetch_each<T>(slice: &[T], vs: &[u32]) {
     }
 }
 
+/// `f(v, w)` for each target of a run and its weight (1.0 without weights),
+/// in storage order.
+#[inline(always)]
+pub(crate) fn each_target(dsts: &[u32], ws: Option<&[f32]>, mut f: impl FnMut(u32, f32)) {
+    match ws {
+        Some(ws) => {
+            for (&v, &w) in dsts.iter().zip(ws) {
+                f(v, w);
+            }
+        }
+        None => {
+            for &v in dsts {
+                f(v, 1.0);
+            }
+        }
+    }
+}
+
 /// The run function ([`StreamEngine::exec_runs`]) that applies the edge
 /// function `f` to each edge of a run, in storage order.
 #[inline(always)]
@@ -131,18 +149,7 @@ fn each_edge<F>(f: F) -> impl Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync
 where
     F: Fn(&Ctx, u32, u32, f32) + Sync,
 {
-    move |ctx, u, dsts, ws| match ws {
-        Some(ws) => {
-            for (&v, &w) in dsts.iter().zip(ws) {
-                f(ctx, u, v, w);
-            }
-        }
-        None => {
-            for &v in dsts {
-                f(ctx, u, v, 1.0);
-            }
-        }
-    }
+    move |ctx, u, dsts, ws| each_target(dsts, ws, |v, w| f(ctx, u, v, w))
 }
 
 /// What [`StreamEngine::exec_bands`] tells its hook: a band's target vertices

@@ -26,7 +26,7 @@ use super::relax::{self, Refused, Word};
 use super::sync::{combine_atomic, combine_exclusive, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
-use crate::stream::{prefetch, Band, Mode, StreamEngine};
+use crate::stream::{each_target, prefetch, Band, Mode, StreamEngine};
 use outcore_state::{AtomicBitmap, VertexArray};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -320,18 +320,7 @@ fn relax_iteration<P: EdgeProgram, W: Word, C: Cells<W::Atomic> + ?Sized>(
             // happens after its run. Both directions: the run's own edges
             // lower u, so the message is read an edge at a time.
             let m = (!both).then(|| relax::message_of::<P, W>(prog, cells.cell(u)));
-            match ws {
-                Some(ws) => {
-                    for (&v, &w) in vs.iter().zip(ws) {
-                        one(v, w, m)
-                    }
-                }
-                None => {
-                    for &v in vs {
-                        one(v, 1.0, m)
-                    }
-                }
-            }
+            each_target(vs, ws, |v, w| one(v, w, m));
         },
         hook,
     )?;
@@ -409,16 +398,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                         }
                     }
                 },
-                None => {
-                    for &v in vs {
-                        edge(u, v, 1.0, m)
-                    }
-                }
-                Some(ws) => {
-                    for (&v, &w) in vs.iter().zip(ws) {
-                        edge(u, v, w, m)
-                    }
-                }
+                _ => each_target(vs, ws, |v, w| edge(u, v, w, m)),
             };
             match &msgs {
                 Some(m) => {
