@@ -4,7 +4,7 @@
 //! written and why.
 
 use super::plan::{mirror_gap, MASK_CHUNK, MBLOCK};
-use super::scratch::{LastPage, PAGE_ENTRIES};
+use super::scratch::{MirrorRun, PAGE_ENTRIES};
 use super::{mirror_record, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
@@ -13,7 +13,10 @@ use std::time::Instant;
 
 impl ExternalEngine<'_> {
     /// Writes partition `job.p`'s messages to its mirrors' slot `it % 2` (both
-    /// slots at iteration 0), the entries the job marks as needed.
+    /// slots at iteration 0), the entries the job marks as needed. Each
+    /// partition's pending run continues from the previous partition's update
+    /// (its segment of the table follows); the last partition's update ends
+    /// them all.
     pub(super) fn mirror_update(
         &self,
         st: &Scratch,
@@ -25,78 +28,57 @@ impl ExternalEngine<'_> {
         let rec = &self.layout.record;
         let (p, it) = (job.p, job.it);
         let nd = rec.dests[p as usize];
+        let mut runs: Vec<_> = st
+            .runs
+            .iter()
+            .map(|r| r.lock().expect("mirror run lock"))
+            .collect();
+        for run in runs.iter_mut() {
+            debug_assert!(
+                run.buf.is_empty() || run.it == it,
+                "a run of an earlier iteration"
+            );
+            run.it = it;
+        }
+        let slots: &[u64] = match (it, it % 2) {
+            (0, _) => &[0, 1],
+            (_, 0) => &[0],
+            _ => &[1],
+        };
+        let (mut bytes, mut writes) = (0u64, 0u64);
+        let mut w = Writer {
+            sink: |q: usize, start: u64, entries: &[MirrorRec]| -> Result<()> {
+                for &s in slots {
+                    st.mirrors
+                        .write_pod(st.mirror_offset(q, rec.mirrors[q], s, start), entries)?;
+                    bytes += entries.len() as u64 * 8;
+                    writes += 1;
+                }
+                Ok(())
+            },
+            narrow: job.narrow,
+            cap: (buf_bytes / 8) as usize,
+            gap: mirror_gap(buf_bytes),
+        };
+        let last = p as usize + 1 == k;
         if job.recs.len() as u64 != nd {
+            // Nothing changed: every partition's position passes the segment.
             debug_assert!(job.recs.is_empty() && it > 0);
+            for (q, run) in runs.iter_mut().enumerate() {
+                let d = self.layout.segment(q as u32, p + 1) - self.layout.segment(q as u32, p);
+                w.jump(q, run, d)?;
+                if last {
+                    w.end(q, run)?;
+                }
+            }
             return Ok(MirrorDone {
-                bytes: 0,
-                writes: 0,
+                bytes,
+                writes,
                 skipped: 0,
-                seconds: 0.0,
+                seconds: t.elapsed().as_secs_f64(),
             });
         }
-        let slots: &[u64] = if it == 0 { &[0, 1] } else { &[it % 2] };
         let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
-        // Per target partition: the pending run (first position, entries) and the
-        // unchanged entries seen since its last changed one.
-        let mut pending: Vec<(u64, Vec<MirrorRec>)> = vec![(0, Vec::new()); k];
-        let mut tail: Vec<Vec<MirrorRec>> = vec![Vec::new(); k];
-        let gap = mirror_gap(buf_bytes);
-        let mut bytes = 0u64;
-        let mut writes = 0u64;
-        let narrow = job.narrow;
-        let mut flush = |q: usize, run: &mut (u64, Vec<MirrorRec>)| -> Result<()> {
-            if run.1.is_empty() {
-                return Ok(());
-            }
-            let nm = rec.mirrors[q];
-            if narrow {
-                // Whole pages: the run starts on one (`start_run`) and is padded
-                // with zeros, which read as never activated; the last page is
-                // kept for a later run starting in it.
-                debug_assert!(run.0.is_multiple_of(PAGE_ENTRIES));
-                let len = run.1.len() as u64;
-                run.1.resize(
-                    len.div_ceil(PAGE_ENTRIES) as usize * PAGE_ENTRIES as usize,
-                    0,
-                );
-                let last = run.1.len() - PAGE_ENTRIES as usize;
-                let mut lp = st.last_page[q].lock().expect("mirror page lock");
-                let page = lp.get_or_insert_with(|| LastPage {
-                    page: 0,
-                    it: u64::MAX,
-                    entries: Vec::with_capacity(PAGE_ENTRIES as usize),
-                });
-                page.page = (run.0 + last as u64) / PAGE_ENTRIES;
-                page.it = it;
-                page.entries.clear();
-                page.entries.extend_from_slice(&run.1[last..]);
-            }
-            for &s in slots {
-                st.mirrors
-                    .write_pod(st.mirror_offset(q, nm, s, run.0), &run.1)?;
-                bytes += run.1.len() as u64 * 8;
-                writes += 1;
-            }
-            run.1.clear();
-            Ok(())
-        };
-        // A narrow program's run starts on a page: the entries before `at` in
-        // it are those the last write of this iteration left there, or zeros.
-        let start_run = |q: usize, at: u64, run: &mut (u64, Vec<MirrorRec>)| {
-            if !narrow {
-                run.0 = at;
-                return;
-            }
-            let a0 = at / PAGE_ENTRIES * PAGE_ENTRIES;
-            run.0 = a0;
-            let lp = st.last_page[q].lock().expect("mirror page lock");
-            match lp.as_ref() {
-                Some(l) if l.it == it && l.page == a0 / PAGE_ENTRIES => {
-                    run.1.extend_from_slice(&l.entries[..(at - a0) as usize])
-                }
-                _ => run.1.resize((at - a0) as usize, 0),
-            }
-        };
         // Skipping needs every position below 2^32 within a segment.
         let table = st.skip_pos[p as usize].get();
         let build = it == 0
@@ -115,15 +97,12 @@ impl ExternalEngine<'_> {
                 }
                 let end = (m0 + st.skip).min(nd);
                 if let Some(t) = table.filter(|_| !any_needed(&job.needed, m0, end)) {
-                    // Nothing to write here: the pending runs end, the positions
-                    // jump to the next unit's.
-                    for (q, run) in pending.iter_mut().enumerate() {
-                        flush(q, run)?;
-                        tail[q].clear();
-                    }
+                    // Nothing to write here: the positions jump to the next unit's.
                     let next = &t[(unit + 1) * k..(unit + 2) * k];
                     for (q, x) in pos.iter_mut().enumerate() {
-                        *x = self.layout.segment(q as u32, p) + next[q] as u64;
+                        let to = self.layout.segment(q as u32, p) + next[q] as u64;
+                        w.jump(q, &mut runs[q], to - *x)?;
+                        *x = to;
                     }
                     m0 = end;
                     skipped += 1;
@@ -151,34 +130,10 @@ impl ExternalEngine<'_> {
                             st.touched[q][s as usize].set((at / MBLOCK) as u32);
                         }
                     }
-                    if needed {
-                        let run = &mut pending[q];
-                        if run.1.is_empty() {
-                            start_run(q, at, run);
-                        } else {
-                            run.1.append(&mut tail[q]);
-                        }
-                        run.1.push(r);
-                        if run.1.len() as u64 * 8 >= buf_bytes {
-                            flush(q, run)?;
-                        }
-                    } else if !pending[q].1.is_empty() {
-                        // An entry whose value was not read (sparse destinations)
-                        // cannot be rewritten in between: the run ends before it —
-                        // unless the program is narrow, when it did not change
-                        // and a zero reads as not activated, as it must.
-                        tail[q].push(if known { r } else { 0 });
-                        if tail[q].len() > gap || (!known && !narrow) {
-                            flush(q, &mut pending[q])?;
-                            tail[q].clear();
-                        }
-                    }
+                    w.push(q, &mut runs[q], at, r, needed, known)?;
                 }
             }
             m0 += c;
-        }
-        for (q, run) in pending.iter_mut().enumerate() {
-            flush(q, run)?;
         }
         if build {
             built.extend((0..k).map(|q| (pos[q] - self.layout.segment(q as u32, p)) as u32));
@@ -199,12 +154,137 @@ impl ExternalEngine<'_> {
                 }));
             }
         }
+        if last {
+            for (q, run) in runs.iter_mut().enumerate() {
+                w.end(q, run)?;
+            }
+        }
         Ok(MirrorDone {
             bytes,
             writes,
             skipped,
             seconds: t.elapsed().as_secs_f64(),
         })
+    }
+}
+
+/// Builds and writes the runs of one iteration's mirror updates.
+///
+/// Invariant: a page of a narrow program's slot is written at most once an
+/// iteration, whole, from the page's start: a run starts on a page (the
+/// entries before its first are zeros: not activated in this iteration, or
+/// they would be in this run), a full buffer (whole pages) is written whole,
+/// and a run ends only where the next position is more than a page past its
+/// last needed entry (the gap exceeds [`mirror_gap`], at least a page) or at
+/// the iteration's end. So the kernel never reads a page to write part of it.
+/// A wide program's runs are written exactly (entries before a run's first may
+/// hold messages of their own).
+struct Writer<W> {
+    /// Writes entries `start..start + entries.len()` of partition q's table.
+    sink: W,
+    narrow: bool,
+    /// Entries a run's buffer holds (whole pages).
+    cap: usize,
+    /// Unchanged entries rewritten rather than ending a run.
+    gap: usize,
+}
+
+impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
+    fn write(&mut self, q: usize, start: u64, entries: &[MirrorRec]) -> Result<()> {
+        (self.sink)(q, start, entries)
+    }
+
+    /// Partition q's entry at position `at` (the next one after the run's):
+    /// `r`, to be written when `needed`, its value read (`known`) or else
+    /// unknown.
+    fn push(
+        &mut self,
+        q: usize,
+        run: &mut MirrorRun,
+        at: u64,
+        r: MirrorRec,
+        needed: bool,
+        known: bool,
+    ) -> Result<()> {
+        if run.buf.is_empty() {
+            if !needed {
+                return Ok(());
+            }
+            let a0 = if self.narrow {
+                at / PAGE_ENTRIES * PAGE_ENTRIES
+            } else {
+                at
+            };
+            run.start = a0;
+            run.changed = 0;
+            run.buf.resize((at - a0) as usize, 0);
+        }
+        debug_assert_eq!(run.start + run.buf.len() as u64, at);
+        if needed {
+            run.buf.push(r);
+            run.changed = run.buf.len();
+        } else if !known && !self.narrow {
+            // A wide entry whose value was not read (sparse destinations) may
+            // not be rewritten: the run ends before it. A narrow one did not
+            // change, and a zero reads as not activated, as it must.
+            return self.end(q, run);
+        } else {
+            run.buf.push(if known { r } else { 0 });
+            if run.buf.len() - run.changed > self.gap {
+                return self.end(q, run);
+            }
+        }
+        if run.buf.len() == self.cap {
+            // Whole pages (a narrow run starts on one): written as they are.
+            let (start, buf) = (run.start, std::mem::take(&mut run.buf));
+            self.write(q, start, &buf)?;
+            run.buf = buf;
+            run.buf.clear();
+            run.changed = 0;
+        }
+        Ok(())
+    }
+
+    /// Partition q's position passes `d` entries not to be written (nor read).
+    fn jump(&mut self, q: usize, run: &mut MirrorRun, d: u64) -> Result<()> {
+        if d == 0 || run.buf.is_empty() {
+            return Ok(());
+        }
+        if self.narrow && (run.buf.len() - run.changed) as u64 + d <= self.gap as u64 {
+            // Zeros join the run to what follows.
+            let at = run.start + run.buf.len() as u64;
+            for x in at..at + d {
+                self.push(q, run, x, 0, false, false)?;
+                if run.buf.is_empty() {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        self.end(q, run)
+    }
+
+    /// Ends partition q's run after its last needed entry (a narrow run padded
+    /// to its page's end).
+    fn end(&mut self, q: usize, run: &mut MirrorRun) -> Result<()> {
+        if run.changed > 0 {
+            let n = if self.narrow {
+                run.changed.div_ceil(PAGE_ENTRIES as usize) * PAGE_ENTRIES as usize
+            } else {
+                run.changed
+            };
+            if n > run.buf.len() {
+                // Within the capacity: whole pages.
+                run.buf.resize(n, 0);
+            }
+            let (start, buf) = (run.start, std::mem::take(&mut run.buf));
+            let r = self.write(q, start, &buf[..n]);
+            run.buf = buf;
+            r?;
+        }
+        run.buf.clear();
+        run.changed = 0;
+        Ok(())
     }
 }
 
@@ -250,12 +330,13 @@ pub(super) struct MirrorJob {
 }
 
 impl MirrorJob {
-    /// A partition whose destinations did not change: nothing to write.
-    pub(super) fn idle(p: u32, it: u64) -> MirrorJob {
+    /// A partition whose destinations did not change: nothing to write (the
+    /// pending runs pass its segments).
+    pub(super) fn idle(narrow: bool, p: u32, it: u64) -> MirrorJob {
         MirrorJob {
             p,
             it,
-            narrow: false,
+            narrow,
             recs: Vec::new(),
             needed: Vec::new(),
             known: None,
@@ -339,6 +420,115 @@ mod tests {
         let got: Vec<usize> = super::mask_bits(&mask).collect();
         assert_eq!(got, vec![0, 63, 133, 134, 253]);
         assert_eq!(super::mask_bits(&[0, 0]).count(), 0);
+    }
+
+    use super::super::plan::mirror_gap;
+    use super::super::scratch::{MirrorRun, PAGE_ENTRIES};
+    use super::Writer;
+    use proptest::prelude::*;
+
+    /// One position of a partition's table in an iteration's mirror updates.
+    #[derive(Debug, Clone, Copy)]
+    enum Ev {
+        /// An entry to be written.
+        Needed,
+        /// An unchanged entry whose value was read.
+        Known,
+        /// An unchanged entry whose value was not read.
+        Unknown,
+        /// A jump over this many entries (a skipped unit, an idle partition).
+        Jump(u64),
+    }
+
+    fn ev() -> impl Strategy<Value = Ev> {
+        prop_oneof![
+            3 => Just(Ev::Needed),
+            4 => Just(Ev::Known),
+            1 => Just(Ev::Unknown),
+            1 => (1u64..3000).prop_map(Ev::Jump),
+        ]
+    }
+
+    proptest! {
+        /// Every needed entry is written with its value, an entry not needed
+        /// keeps the value it had (wide) or reads as not activated (narrow:
+        /// its old value, or zero), a narrow program writes whole pages at
+        /// most once each, and a run's buffer never grows past its capacity.
+        #[test]
+        fn runs_write_every_needed_entry_and_nothing_they_must_not(
+            narrow in any::<bool>(),
+            pages in 1usize..6,
+            evs in proptest::collection::vec(ev(), 1..3000),
+        ) {
+            let cap = pages * PAGE_ENTRIES as usize;
+            let len: u64 = evs.iter().map(|e| match e { Ev::Jump(d) => *d, _ => 1 }).sum();
+            let old = |x: u64| 1_000_000 + x;
+            let new = |x: u64| 2_000_000 + x;
+            let mut file: Vec<u64> = (0..len).map(old).collect();
+            let mut pages_written = std::collections::HashSet::new();
+            let mut run = MirrorRun::new(cap as u64 * 8);
+            let mut w = Writer {
+                sink: |_q: usize, start: u64, entries: &[u64]| -> crate::error::Result<()> {
+                    assert!(entries.len() <= cap, "a write of {} entries past {cap}", entries.len());
+                    if narrow {
+                        assert_eq!(start % PAGE_ENTRIES, 0, "a run not on a page");
+                        assert_eq!(entries.len() as u64 % PAGE_ENTRIES, 0, "part of a page");
+                        for pg in start / PAGE_ENTRIES..(start + entries.len() as u64) / PAGE_ENTRIES {
+                            assert!(pages_written.insert(pg), "page {pg} written twice");
+                        }
+                    }
+                    for (j, &e) in entries.iter().enumerate() {
+                        let x = start + j as u64;
+                        if x < len {
+                            file[x as usize] = e;
+                        } else {
+                            assert!(narrow && e == 0, "past the table: {e} at {x}");
+                        }
+                    }
+                    Ok(())
+                },
+                narrow,
+                cap,
+                gap: mirror_gap(cap as u64 * 8),
+            };
+            let mut at = 0u64;
+            let mut kinds = Vec::with_capacity(len as usize);
+            for e in &evs {
+                match *e {
+                    Ev::Jump(d) => {
+                        w.jump(0, &mut run, d).unwrap();
+                        kinds.extend(std::iter::repeat_n(Ev::Unknown, d as usize));
+                        at += d;
+                    }
+                    Ev::Needed => {
+                        w.push(0, &mut run, at, new(at), true, true).unwrap();
+                        kinds.push(*e);
+                        at += 1;
+                    }
+                    Ev::Known => {
+                        w.push(0, &mut run, at, old(at), false, true).unwrap();
+                        kinds.push(*e);
+                        at += 1;
+                    }
+                    Ev::Unknown => {
+                        // A value the writer must not rely on.
+                        w.push(0, &mut run, at, 7, false, false).unwrap();
+                        kinds.push(*e);
+                        at += 1;
+                    }
+                }
+                prop_assert_eq!(run.buf.capacity(), cap);
+            }
+            w.end(0, &mut run).unwrap();
+            for (x, k) in kinds.iter().enumerate() {
+                let (x, got) = (x as u64, file[x]);
+                match k {
+                    Ev::Needed => prop_assert_eq!(got, new(x), "needed entry {}", x),
+                    _ if narrow => prop_assert!(got == old(x) || got == 0, "entry {} holds {}", x, got),
+                    _ => prop_assert_eq!(got, old(x), "unchanged entry {}", x),
+                }
+            }
+        }
     }
 
     #[test]

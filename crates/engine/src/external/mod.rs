@@ -54,20 +54,25 @@
 //!    Runs of up to 8192 unwritten entries (`plan::mirror_gap`) between written
 //!    ones are rewritten rather than split into separate writes (a write ending
 //!    inside an uncached page costs a random read of it). A narrow program's
-//!    writes are whole pages of the page-aligned slots: a run starts on a page,
-//!    the entries before its first being those the last write of the iteration
-//!    left in that page (kept in memory per partition) or zeros, and is padded
-//!    with zeros to the page's end — any entry not activated in i may read as
+//!    writes are whole pages of the page-aligned slots, each page written at
+//!    most once an iteration: a run starts on a page with zeros before its
+//!    first entry, a full buffer (whole pages) is written whole, and a run ends
+//!    padded with zeros to its page's end only where the next entry to write is
+//!    more than a page further on — any entry not activated in i may read as
 //!    zero — so the kernel never reads a page to write part of it (Kronecker 24
-//!    bfs, 58 partitions: mirror-update thread busy 12.8 -> 5.6 s). A unit of destinations (8192, or
+//!    bfs, 58 partitions: mirror-update thread busy 12.8 -> 5.6 s). A
+//!    partition's pending run is carried from one partition's mirror update to
+//!    the next (its segments follow each other in its table) and ended by the
+//!    iteration's last one, so its buffer is all the memory a partition's
+//!    mirror writes need. A unit of destinations (8192, or
 //!    more so that the table fits 64 KiB) with no entry to write is passed over
 //!    unread: iteration 0's update, which reads every mask, records each
 //!    partition's position at every unit's start.
 //!
 //! # Memory
 //! `--memory` pays: a fixed 8 MiB for the process, K mirror-update buffers (a
-//! sixteenth of the budget shared, 4 to 256 KiB each) with their tails and
-//! 12 KiB of whole-page room each, and a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
+//! sixteenth of the budget shared, whole pages, 4 to 256 KiB each, which a
+//! pending run never grows past), a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
 //! between 2 x [`min_slot`] (520 KiB unweighted, 528 KiB weighted) and 64 MiB, shared by the three
@@ -404,14 +409,15 @@ impl<'s> ExternalEngine<'s> {
         let written: Vec<AtomicBitmap> = (0..k as usize)
             .map(|q| AtomicBitmap::new(rec.dests[q].div_ceil(BLOCK as u64) as usize))
             .collect();
-        let last_page: Vec<std::sync::Mutex<Option<scratch::LastPage>>> =
-            (0..k).map(|_| std::sync::Mutex::new(None)).collect();
+        let runs: Vec<std::sync::Mutex<scratch::MirrorRun>> = (0..k)
+            .map(|_| std::sync::Mutex::new(scratch::MirrorRun::new(plan.mirror_buffer)))
+            .collect();
         let st = Scratch {
             dests: &dests_file,
             mirrors: &mirror_file,
             dest_base: &dest_base,
             mirror_base: &mirror_base,
-            last_page: &last_page,
+            runs: &runs,
             block_off: &block_off,
             touched: &touched,
             skip_pos: &skip_pos,
@@ -648,7 +654,11 @@ impl<'s> ExternalEngine<'s> {
         if part_edges == 0 && prog.idle_without_messages() {
             // Nothing arrived: no destination changes, nothing to write.
             stats.partitions_idle += 1;
-            return Ok((0, active_sources, MirrorJob::idle(q, it)));
+            return Ok((
+                0,
+                active_sources,
+                MirrorJob::idle(prog.narrow_messages(), q, it),
+            ));
         }
         // The threads' accumulators, combined in thread order.
         let tc = Instant::now();

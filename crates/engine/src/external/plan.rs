@@ -53,17 +53,14 @@ pub(super) fn skip_chunk(vertices: u64, partitions: u64) -> u64 {
     g
 }
 
-/// Per partition, for a narrow program's whole-page mirror writes (`mirror.rs`):
-/// a run's buffer may hold a page's worth of entries before its first and of
-/// zeros after its last, and the last page written is kept.
-pub(super) const MIRROR_PAGES_BYTES: u64 = 3 * 4096;
-
 /// Fixed allowance for the process (code, stacks, small tables).
 pub const FIXED_BYTES: u64 = 8 << 20;
-/// Mirror-update buffer per partition: a sixteenth of the budget shared by the
-/// partitions, between 4 and 256 KiB.
+/// Mirror-update buffer per partition (its pending run, unchanged entries
+/// between written ones included, and a narrow run's zeros before its first
+/// entry and after its last: see `mirror.rs`): a sixteenth of the budget
+/// shared by the partitions, in whole pages, between 4 and 256 KiB.
 pub fn mirror_buffer(memory: u64, partitions: u32) -> u64 {
-    (memory / 16 / partitions.max(1) as u64).clamp(4 << 10, 256 << 10)
+    (memory / 16 / partitions.max(1) as u64).clamp(4 << 10, 256 << 10) / 4096 * 4096
 }
 
 /// The memory a layout needs under a budget.
@@ -74,7 +71,7 @@ pub struct Plan {
     pub chunk_memory: u64,
     pub chunk_entries: u64,
     pub window_edges: u64,
-    /// Windows alive at a time in the edge pass (2 or [`IN_FLIGHT`]).
+    /// Windows alive at a time in the edge pass (2 or `IN_FLIGHT`).
     pub in_flight: u64,
 }
 
@@ -88,11 +85,9 @@ pub fn plan(
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
-    // Per partition: its mirror buffer, the tail of unchanged entries, and for
-    // narrow programs' whole-page writes a page of entries before a run and of
-    // padding after it, and the last page written.
+    // Per partition: its mirror buffer, which never grows.
     let fixed = FIXED_BYTES
-        + k * (mirror_buf + mirror_gap(mirror_buf) as u64 * 8 + MIRROR_PAGES_BYTES)
+        + k * mirror_buf
         + MASK_CHUNK * 8 * outcore_store::vpart::mask_words(record.partitions) as u64
         + skip_table_bytes(k);
     // Per destination: the program's bytes, one more accumulator per extra thread,

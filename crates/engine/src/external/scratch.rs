@@ -22,10 +22,9 @@ pub(super) struct Scratch<'a> {
     /// Per partition, where its two mirror slots start, each
     /// [`mirror_stride`] entries long (page-aligned).
     pub(super) mirror_base: &'a [u64],
-    /// Per partition, the last page of mirror entries a narrow program's mirror
-    /// update wrote (`mirror.rs`): a later write starting in that page in the
-    /// same iteration completes it rather than writing part of a page.
-    pub(super) last_page: &'a [std::sync::Mutex<Option<LastPage>>],
+    /// Per partition, its pending run of mirror entries (`mirror.rs`), carried
+    /// from one partition's mirror update to the next within an iteration.
+    pub(super) runs: &'a [std::sync::Mutex<MirrorRun>],
     /// Edge offset of each block of each source table (and the table's edges).
     pub(super) block_off: &'a [Vec<u64>],
     /// Blocks of each partition's slot 0 and 1 that received, since the slot was
@@ -125,11 +124,28 @@ pub(super) fn dest_bytes(n: u64, vs: u64) -> u64 {
     eps_offset(n, vs) + (n * 8).div_ceil(PAGE) * PAGE
 }
 
-/// A page of mirror entries as last written (see [`Scratch::last_page`]).
-pub(super) struct LastPage {
-    pub(super) page: u64,
+/// A partition's pending run of mirror entries (see [`Scratch::runs`]): the
+/// entries from position `start` of its table on, up to `changed` of them
+/// ending in one that must be written, the rest unchanged ones that may be
+/// rewritten to join it to the next. Its buffer never holds more than the
+/// capacity it was made with (the plan's mirror buffer, whole pages).
+pub(super) struct MirrorRun {
     pub(super) it: u64,
-    pub(super) entries: Vec<u64>,
+    pub(super) start: u64,
+    pub(super) changed: usize,
+    pub(super) buf: Vec<u64>,
+}
+
+impl MirrorRun {
+    /// An empty run whose buffer holds `buf_bytes` of entries.
+    pub(super) fn new(buf_bytes: u64) -> MirrorRun {
+        MirrorRun {
+            it: 0,
+            start: 0,
+            changed: 0,
+            buf: Vec::with_capacity((buf_bytes / 8) as usize),
+        }
+    }
 }
 
 impl ExternalEngine<'_> {
