@@ -736,6 +736,13 @@ pub fn dist_supported(algo: Algo) -> bool {
     external_supported(algo) || algo == Algo::Mcst
 }
 
+/// Whether `algo`'s program sends narrow messages on the external engine
+/// ([`EdgeProgram::narrow_messages`]: its mirror jobs take 4 bytes a
+/// destination rather than 8).
+pub fn external_narrow(algo: Algo) -> bool {
+    matches!(algo, Algo::Bfs | Algo::Sssp | Algo::WccLp)
+}
+
 /// Destination bytes per vertex `algo` needs on the external engine.
 pub fn external_bytes_per_vertex(algo: Algo) -> u64 {
     match algo {
@@ -1026,5 +1033,58 @@ pub fn refusal_message(ids: &outcore_store::IdMap, e: &EngineError) -> String {
             ids.to_user(*v)
         ),
         e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the external engine's planners assume of each program.
+    #[derive(Default)]
+    struct Probe {
+        seen: Option<(u64, bool)>,
+    }
+
+    impl ProgramRunner for Probe {
+        fn run_program<P: EdgeProgram>(
+            &mut self,
+            prog: &P,
+        ) -> outcore_engine::Result<outcore_state::VertexArray<P::Out>> {
+            self.seen = Some((prog.bytes_per_vertex(), prog.narrow_messages()));
+            Err(outcore_engine::EngineError::Budget("probed".into()))
+        }
+        fn iterations(&self) -> u64 {
+            0
+        }
+        fn both_directions(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn external_planning_tables_match_the_programs() {
+        let dir = std::path::Path::new("probe");
+        for algo in Algo::ALL.into_iter().filter(|&a| external_supported(a)) {
+            let facts = GraphFacts {
+                vertices: 16,
+                directed: false,
+                reverse_marked: algo == Algo::Scc,
+                dir,
+                ids: &|| Err(outcore_store::StoreError::Invalid("no ids".into())),
+            };
+            let mut probe = Probe::default();
+            assert!(run_program_on(&mut probe, &facts, algo, &Params::default()).is_err());
+            let (bpv, narrow) = probe
+                .seen
+                .unwrap_or_else(|| panic!("{} ran no program", algo.name()));
+            assert!(
+                bpv <= external_bytes_per_vertex(algo),
+                "{}: {bpv} bytes a vertex, planned {}",
+                algo.name(),
+                external_bytes_per_vertex(algo)
+            );
+            assert_eq!(narrow, external_narrow(algo), "{}", algo.name());
+        }
     }
 }

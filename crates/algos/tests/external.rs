@@ -151,7 +151,7 @@ fn check(store: &Store, ks: &[u32]) {
         let rec = store.manifest().vpart.clone().unwrap();
         // The smallest budget the largest partition fits, and a roomy one.
         let eb = if store.weighted() { 8 } else { 4 };
-        let tight = outcore_engine::external::min_memory(&rec, 44, eb, 2);
+        let tight = outcore_engine::external::min_memory(&rec, 44, false, eb, 2);
         // The tight run assembles its result 97 vertices at a time.
         for (threads, memory, reads, result_window) in [
             (1, 1 << 30, EdgeReads::Auto, 0),

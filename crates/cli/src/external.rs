@@ -9,7 +9,9 @@ use crate::progress::peak_memory;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use outcore_algos::programs::{external_bytes_per_vertex, external_supported, run_program};
+use outcore_algos::programs::{
+    external_bytes_per_vertex, external_narrow, external_supported, run_program,
+};
 use outcore_algos::{
     stream_banded, stream_bytes_per_vertex, stream_random_bytes_per_vertex, verify::verify, Algo,
     Params,
@@ -253,21 +255,22 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
 fn external_fits(a: &RunArgs, store: &Store, algo: Algo) -> bool {
     let threads = run_threads(a);
     layout_fits(a, store, algo, threads)
-        || vertex_memory_for(
-            store,
-            a.memory,
-            external_bytes_per_vertex(algo),
-            edge_bytes(store),
-            threads,
-        )
-        .is_ok()
+        || vertex_memory_for(store, a.memory, algo, edge_bytes(store), threads).is_ok()
 }
 
 /// Whether the store's layout (if any) holds `algo` under `--memory`.
 fn layout_fits(a: &RunArgs, store: &Store, algo: Algo, threads: usize) -> bool {
     store.manifest().vpart.as_ref().is_some_and(|r| {
         let bpv = external_bytes_per_vertex(algo);
-        external::plan(r, a.memory, bpv, edge_bytes(store), threads).is_ok()
+        external::plan(
+            r,
+            a.memory,
+            bpv,
+            external_narrow(algo),
+            edge_bytes(store),
+            threads,
+        )
+        .is_ok()
     })
 }
 
@@ -291,10 +294,11 @@ fn edge_bytes(store: &Store) -> u64 {
 fn vertex_memory_for(
     store: &Store,
     memory: u64,
-    bpv: u64,
+    algo: Algo,
     eb: u64,
     threads: usize,
 ) -> Result<VpartOptions> {
+    let (bpv, narrow) = (external_bytes_per_vertex(algo), external_narrow(algo));
     let n = store.vertices();
     let mut vm = memory.saturating_sub(FIXED_BYTES) * 3 / 4;
     while vm >= HEAVIEST_BYTES_PER_VERTEX {
@@ -319,7 +323,7 @@ fn vertex_memory_for(
             bytes: 0,
             seconds: 0.0,
         };
-        if external::plan(&probe, memory, bpv, eb, threads).is_ok() {
+        if external::plan(&probe, memory, bpv, narrow, eb, threads).is_ok() {
             return Ok(opts);
         }
         vm = vm * 3 / 4;
@@ -449,7 +453,7 @@ pub fn run(
     let mut store = store;
     let mut built = None;
     if !fits {
-        let opts = vertex_memory_for(&store, a.memory, bpv, eb, threads)?;
+        let opts = vertex_memory_for(&store, a.memory, algo, eb, threads)?;
         let (k, cap) = vpart::plan(store.vertices(), &opts)?;
         let why = match &current {
             None => "the store has no V-Part layout".to_string(),
@@ -477,7 +481,8 @@ pub fn run(
         store = Store::open_with(&a.store, ReadMode::Buffered, store.stats().clone())?;
     }
     let rec = store.manifest().vpart.clone().expect("a layout");
-    let plan = external::plan(&rec, a.memory, bpv, eb, threads).map_err(crate::embed::budget)?;
+    let plan = external::plan(&rec, a.memory, bpv, external_narrow(algo), eb, threads)
+        .map_err(crate::embed::budget)?;
     if a.explain {
         let (r, w) = per_iteration_bytes(&store, &rec, algo);
         println!(

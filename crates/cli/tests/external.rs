@@ -410,7 +410,7 @@ fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_band
     // BFS's 512 KiB of state (8 B x 65,536) exceeds the 445 KiB the streaming
     // engine leaves at 9600K, where its 4 columns of 128 KiB run in 2 bands: it
     // keeps the streaming engine (fewer columns a band and the external engine
-    // would take over, but the external engine needs more than 9.3M here: the
+    // would take over, but the external engine needs more than 9.2M here: the
     // rule's thresholds are unit tests in src/external.rs).
     let explain = |m: &str| {
         let o = run(&["run", "bfs", st, "--root", "3", "--memory", m, "--explain"]);
@@ -466,17 +466,17 @@ fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_band
         }
     }
     assert_eq!(values(&outs[0]), values(&outs[1]));
-    // At 9300K the external engine cannot hold a partition (it was refused at
+    // At 9200K the external engine cannot hold a partition (it was refused at
     // once before): the streaming engine runs, its array mapped, with a
     // warning, and agrees.
-    let p = explain("9300K");
+    let p = explain("9200K");
     assert!(
         p.contains("the external engine cannot hold one partition")
             && p.contains("arrays are mapped from the work directory"),
         "{p}"
     );
     let small = d.path().join("small.txt");
-    let o = bfs("9300K", &small, None);
+    let o = bfs("9200K", &small, None);
     assert!(err(&o).contains("warning:"), "{}", err(&o));
     assert!(err(&o).contains("on the streaming engine"), "{}", err(&o));
     assert_eq!(values(&small), values(&outs[1]));

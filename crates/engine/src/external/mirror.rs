@@ -61,7 +61,7 @@ impl ExternalEngine<'_> {
             gap: mirror_gap(buf_bytes),
         };
         let last = p as usize + 1 == k;
-        if job.recs.len() as u64 != nd {
+        if job.len() as u64 != nd {
             // Nothing changed: every partition's position passes the segment.
             debug_assert!(job.recs.is_empty() && it > 0);
             for (q, run) in runs.iter_mut().enumerate() {
@@ -118,8 +118,8 @@ impl ExternalEngine<'_> {
                 if mask.iter().all(|&w| w == 0) {
                     continue;
                 }
-                let r = job.recs[i];
                 let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
+                let r = job.entry(i, needed);
                 let known = job.known.as_ref().is_none_or(|k| k[i / super::BLOCK]);
                 for q in mask_bits(mask) {
                     let at = pos[q];
@@ -316,13 +316,26 @@ fn any_needed(needed: &[u64], a: u64, b: u64) -> bool {
     })
 }
 
+/// u32 words of a mirror job's entry per destination: a narrow program's
+/// 32-bit message (the entry's epoch is the job's iteration when it is to be
+/// written, and an entry that is not may be written as zero), a wide one's
+/// 64-bit message.
+pub(super) fn job_words(narrow: bool) -> usize {
+    if narrow {
+        1
+    } else {
+        2
+    }
+}
+
 /// A partition's mirror update, ready to run beside the next partition: each
-/// destination's mirror entry and whether it must be written (1 bit).
+/// destination's message ([`job_words`]) and whether its entry must be
+/// written (1 bit).
 pub(super) struct MirrorJob {
     p: u32,
     it: u64,
     narrow: bool,
-    recs: Vec<MirrorRec>,
+    recs: Vec<u32>,
     needed: Vec<u64>,
     /// Per block of [`super::BLOCK`] destinations, whether its values were read
     /// (all when `None`); entries of other blocks are never written.
@@ -330,6 +343,33 @@ pub(super) struct MirrorJob {
 }
 
 impl MirrorJob {
+    /// Destinations in the job (none when idle).
+    fn len(&self) -> usize {
+        self.recs.len() / job_words(self.narrow)
+    }
+    /// Destination i's mirror entry as written (`needed`: whether it is to be).
+    #[inline]
+    fn entry(&self, i: usize, needed: bool) -> MirrorRec {
+        if self.narrow {
+            if needed {
+                mirror_record(true, self.recs[i] as u64, self.it as u32)
+            } else {
+                0
+            }
+        } else {
+            self.recs[2 * i] as u64 | (self.recs[2 * i + 1] as u64) << 32
+        }
+    }
+    /// Stores `msg` as destination i's message in `recs` (a job's words).
+    #[inline]
+    pub(super) fn put(narrow: bool, recs: &mut [u32], i: usize, msg: u64) {
+        if narrow {
+            recs[i] = msg as u32;
+        } else {
+            recs[2 * i] = msg as u32;
+            recs[2 * i + 1] = (msg >> 32) as u32;
+        }
+    }
     /// A partition whose destinations did not change: nothing to write (the
     /// pending runs pass its segments).
     pub(super) fn idle(narrow: bool, p: u32, it: u64) -> MirrorJob {
@@ -353,22 +393,22 @@ impl MirrorJob {
     ) -> MirrorJob {
         let narrow = prog.narrow_messages();
         let mut needed = vec![0u64; vals.len().div_ceil(64)];
-        let recs = (0..vals.len())
-            .map(|i| {
-                let need = !narrow || mirror_need(narrow, &eps[i], 0);
-                needed[i / 64] |= (need as u64) << (i % 64);
-                mirror_record(narrow, prog.message(&vals[i], degs[i]), eps[i][0])
-            })
-            .collect();
+        let mut recs = vec![0u32; vals.len() * job_words(narrow)];
+        for i in 0..vals.len() {
+            let need = !narrow || mirror_need(narrow, &eps[i], 0);
+            needed[i / 64] |= (need as u64) << (i % 64);
+            Self::put(narrow, &mut recs, i, prog.message(&vals[i], degs[i]));
+        }
         Self::built(narrow, p, 0, recs, needed, None)
     }
-    /// A job of entries built by the caller: `recs[i]` destination i's entry,
-    /// bit i of `needed` set when it must be written, `known` as the field.
+    /// A job of entries built by the caller: destination i's message in
+    /// `recs` ([`MirrorJob::put`]), bit i of `needed` set when its entry must
+    /// be written, `known` as the field.
     pub(super) fn built(
         narrow: bool,
         p: u32,
         it: u64,
-        recs: Vec<MirrorRec>,
+        recs: Vec<u32>,
         needed: Vec<u64>,
         known: Option<Vec<bool>>,
     ) -> MirrorJob {

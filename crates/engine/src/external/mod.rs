@@ -74,7 +74,7 @@
 //! sixteenth of the budget shared, whole pages, 4 to 256 KiB each, which a
 //! pending run never grows past), a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
-//! 17 for two mirror jobs, per destination), and chunk buffers from what is left,
+//! 17 for two mirror jobs — 9 for narrow messages — per destination), and chunk buffers from what is left,
 //! between 2 x [`min_slot`] (520 KiB unweighted, 528 KiB weighted) and 64 MiB, shared by the three
 //! windows of edges (two when fewer fit), with their chunks of source entries
 //! (64 bytes per entry — its record, mirror entry and work lists), alive in the
@@ -98,7 +98,7 @@ use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::vpart::{Part, VpartLayout};
 use outcore_store::Store;
 use plan::{device_costs, MBLOCK};
-pub use plan::{min_memory, min_slot, mirror_buffer, plan, Plan, FIXED_BYTES};
+pub use plan::{min_memory, min_slot, mirror_buffer, mirror_job_bytes, plan, Plan, FIXED_BYTES};
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -335,6 +335,7 @@ impl<'s> ExternalEngine<'s> {
             &self.layout.record,
             self.cfg.memory,
             prog.bytes_per_vertex(),
+            prog.narrow_messages(),
             eb,
             self.stats.threads,
         )
@@ -722,14 +723,15 @@ impl<'s> ExternalEngine<'s> {
         // always; each block's mirror entries built beside, in the same pass
         // (none for blocks not applied: the job never writes those).
         let tc = Instant::now();
-        let mut recs: Vec<MirrorRec> = vec![0; nd as usize];
+        let words = mirror::job_words(narrow);
+        let mut recs: Vec<u32> = vec![0; nd as usize * words];
         let mut needed = vec![0u64; (nd as usize).div_ceil(64)];
         let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
                 .zip(acc.par_chunks(BLOCK))
                 .zip(degs.par_chunks(BLOCK))
-                .zip(recs.par_chunks_mut(BLOCK))
+                .zip(recs.par_chunks_mut(BLOCK * words))
                 .zip(needed.par_chunks_mut(BLOCK / 64))
                 .enumerate()
                 .map(|(b, (((((v, e), a), d), r), nb))| {
@@ -755,7 +757,7 @@ impl<'s> ExternalEngine<'s> {
                         if before != after {
                             e[i][1] = it as u32;
                         }
-                        r[i] = mirror_record(narrow, after, e[i][0]);
+                        MirrorJob::put(narrow, r, i, after);
                         nb[i / 64] |= (mirror_need(narrow, &e[i], it) as u64) << (i % 64);
                     }
                     (n_act, ag)

@@ -75,11 +75,20 @@ pub struct Plan {
     pub in_flight: u64,
 }
 
-/// Plans memory for `layout` under `memory` with `bytes_per_vertex` per destination.
+/// Bytes per destination of two mirror jobs (this partition's and the
+/// previous one's, in flight): a message each (4 bytes for a program with
+/// [`crate::program::EdgeProgram::narrow_messages`], 8 otherwise) and a bit.
+pub fn mirror_job_bytes(narrow: bool) -> u64 {
+    2 * 4 * super::mirror::job_words(narrow) as u64 + 1
+}
+
+/// Plans memory for `layout` under `memory` with `bytes_per_vertex` per
+/// destination, for a program whose messages are `narrow` or not.
 pub fn plan(
     record: &outcore_store::vpart::VpartRecord,
     memory: u64,
     bytes_per_vertex: u64,
+    narrow: bool,
     edge_bytes: u64,
     threads: usize,
 ) -> std::result::Result<Plan, String> {
@@ -90,10 +99,9 @@ pub fn plan(
         + k * mirror_buf
         + MASK_CHUNK * 8 * outcore_store::vpart::mask_words(record.partitions) as u64
         + skip_table_bytes(k);
-    // Per destination: the program's bytes, one more accumulator per extra thread,
-    // and two mirror jobs (this partition's and the previous one's, in flight:
-    // 8 bytes and a bit each).
-    let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + 17;
+    // Per destination: the program's bytes, one more accumulator per extra
+    // thread, and two mirror jobs.
+    let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + mirror_job_bytes(narrow);
     let dest = record.max_dests() * per_dest;
     // Two windows in flight, each with a chunk of at least one block.
     let slot_min = min_slot(edge_bytes);
@@ -134,13 +142,14 @@ pub fn plan(
 pub fn min_memory(
     record: &outcore_store::vpart::VpartRecord,
     bytes_per_vertex: u64,
+    narrow: bool,
     edge_bytes: u64,
     threads: usize,
 ) -> u64 {
     let (mut lo, mut hi) = (1u64, 1u64 << 44);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if plan(record, mid, bytes_per_vertex, edge_bytes, threads).is_ok() {
+        if plan(record, mid, bytes_per_vertex, narrow, edge_bytes, threads).is_ok() {
             hi = mid;
         } else {
             lo = mid + 1;
