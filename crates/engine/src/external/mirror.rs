@@ -33,13 +33,10 @@ impl ExternalEngine<'_> {
             .iter()
             .map(|r| r.lock().expect("mirror run lock"))
             .collect();
-        for run in runs.iter_mut() {
-            debug_assert!(
-                run.buf.is_empty() || run.it == it,
-                "a run of an earlier iteration"
-            );
-            run.it = it;
-        }
+        debug_assert!(
+            p != 0 || runs.iter().all(|r| r.buf.is_empty()),
+            "a run left by the previous iteration"
+        );
         let slots: &[u64] = match (it, it % 2) {
             (0, _) => &[0, 1],
             (_, 0) => &[0],
@@ -190,8 +187,12 @@ struct Writer<W> {
 }
 
 impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
-    fn write(&mut self, q: usize, start: u64, entries: &[MirrorRec]) -> Result<()> {
-        (self.sink)(q, start, entries)
+    /// Writes the run's first `n` entries and empties it.
+    fn flush(&mut self, q: usize, run: &mut MirrorRun, n: usize) -> Result<()> {
+        (self.sink)(q, run.start, &run.buf[..n])?;
+        run.buf.clear();
+        run.changed = 0;
+        Ok(())
     }
 
     /// Partition q's entry at position `at` (the next one after the run's):
@@ -236,11 +237,7 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
         }
         if run.buf.len() == self.cap {
             // Whole pages (a narrow run starts on one): written as they are.
-            let (start, buf) = (run.start, std::mem::take(&mut run.buf));
-            self.write(q, start, &buf)?;
-            run.buf = buf;
-            run.buf.clear();
-            run.changed = 0;
+            self.flush(q, run, self.cap)?;
         }
         Ok(())
     }
@@ -267,24 +264,20 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     /// Ends partition q's run after its last needed entry (a narrow run padded
     /// to its page's end).
     fn end(&mut self, q: usize, run: &mut MirrorRun) -> Result<()> {
-        if run.changed > 0 {
-            let n = if self.narrow {
-                run.changed.div_ceil(PAGE_ENTRIES as usize) * PAGE_ENTRIES as usize
-            } else {
-                run.changed
-            };
-            if n > run.buf.len() {
-                // Within the capacity: whole pages.
-                run.buf.resize(n, 0);
-            }
-            let (start, buf) = (run.start, std::mem::take(&mut run.buf));
-            let r = self.write(q, start, &buf[..n]);
-            run.buf = buf;
-            r?;
+        if run.changed == 0 {
+            run.buf.clear();
+            return Ok(());
         }
-        run.buf.clear();
-        run.changed = 0;
-        Ok(())
+        let n = if self.narrow {
+            run.changed.div_ceil(PAGE_ENTRIES as usize) * PAGE_ENTRIES as usize
+        } else {
+            run.changed
+        };
+        if n > run.buf.len() {
+            // Within the capacity: whole pages.
+            run.buf.resize(n, 0);
+        }
+        self.flush(q, run, n)
     }
 }
 

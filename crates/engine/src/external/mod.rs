@@ -98,7 +98,7 @@ use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
 use outcore_store::vpart::{Part, VpartLayout};
 use outcore_store::Store;
 use plan::{device_costs, MBLOCK};
-pub use plan::{min_memory, min_slot, mirror_buffer, mirror_job_bytes, plan, Plan, FIXED_BYTES};
+pub use plan::{min_memory, min_slot, mirror_buffer, plan, Plan, FIXED_BYTES};
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;

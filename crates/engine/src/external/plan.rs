@@ -78,7 +78,7 @@ pub struct Plan {
 /// Bytes per destination of two mirror jobs (this partition's and the
 /// previous one's, in flight): a message each (4 bytes for a program with
 /// [`crate::program::EdgeProgram::narrow_messages`], 8 otherwise) and a bit.
-pub fn mirror_job_bytes(narrow: bool) -> u64 {
+fn mirror_job_bytes(narrow: bool) -> u64 {
     2 * 4 * super::mirror::job_words(narrow) as u64 + 1
 }
 

@@ -130,7 +130,6 @@ pub(super) fn dest_bytes(n: u64, vs: u64) -> u64 {
 /// rewritten to join it to the next. Its buffer never holds more than the
 /// capacity it was made with (the plan's mirror buffer, whole pages).
 pub(super) struct MirrorRun {
-    pub(super) it: u64,
     pub(super) start: u64,
     pub(super) changed: usize,
     pub(super) buf: Vec<u64>,
@@ -140,7 +139,6 @@ impl MirrorRun {
     /// An empty run whose buffer holds `buf_bytes` of entries.
     pub(super) fn new(buf_bytes: u64) -> MirrorRun {
         MirrorRun {
-            it: 0,
             start: 0,
             changed: 0,
             buf: Vec::with_capacity((buf_bytes / 8) as usize),
