@@ -9,8 +9,13 @@
 //! waiting in a channel of capacity one, and the one being read; two (a
 //! rendezvous channel) when the budget's chunk memory holds no more. The plan
 //! sizes chunks and windows for that ([`super::plan::Plan::in_flight`]). Window
-//! buffers come back to the reader through a second channel and are reused, so a
-//! partition allocates at most that many. The reader's time in reads is
+//! buffers (with their lists of parts) and chunks whose windows are all applied
+//! come back to the reader through a second channel and are reused, also by the
+//! next partitions' passes ([`EdgeBufs`]), so a run allocates at most as many as
+//! were alive at a time, each at its largest size once: fresh allocations, whose
+//! pages fault in on first use, and growing ones, copied as they grow, took over
+//! a third of a run's time (pagerank on Kronecker 22 at a quarter of its vertex
+//! data: 2.1M page faults, 10.7 s; reused, 48K and 6.6 s). The reader's time in reads is
 //! `io_seconds`; the applying side's is `compute_seconds`, and
 //! `edge_wait_seconds` the time it waited for a window (the part of the reads
 //! not overlapped).
@@ -19,6 +24,7 @@ use super::plan::{Plan, MBLOCK};
 use super::{mirror_active, EdgeReads, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
+use outcore_store::pagesums::SUM_GROUP;
 use outcore_store::vpart::Part;
 use rayon::prelude::*;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -29,8 +35,7 @@ use std::time::Instant;
 /// (shared by the chunk's windows), the edge bytes and the active sources'
 /// parts inside the window.
 struct Work {
-    srcs: Arc<Vec<[u32; 2]>>,
-    mir: Arc<Vec<MirrorRec>>,
+    chunk: Arc<Chunk>,
     buf: Vec<u8>,
     skew: usize,
     start: u64,
@@ -38,6 +43,54 @@ struct Work {
     /// (source index in chunk, first edge, end edge).
     parts: Vec<(u32, u64, u64)>,
     edges: u64,
+}
+
+/// A chunk of a source table as read: its records from `skew` on (the read
+/// widened to whole checksum groups), and its mirror entries.
+#[derive(Default)]
+struct Chunk {
+    srcs: Vec<[u32; 2]>,
+    skew: usize,
+    mir: Vec<MirrorRec>,
+}
+
+impl Chunk {
+    fn srcs(&self) -> &[[u32; 2]] {
+        &self.srcs[self.skew..self.skew + self.mir.len()]
+    }
+}
+
+/// Buffers handed back by the applying side for the reader to reuse (a fresh
+/// allocation's pages fault in on first touch, and a growing one is copied:
+/// measured, over half the external engine's page faults): a window's edge
+/// bytes and parts, or a chunk whose windows are all applied.
+enum Free {
+    Window(Vec<u8>, Parts),
+    Chunk(Chunk),
+}
+
+/// A window's parts: (source index in chunk, first edge, end edge).
+type Parts = Vec<(u32, u64, u64)>;
+
+/// The edge pass's buffers, kept from one partition's pass to the next (at
+/// most as many of each as were alive at a time): windows' edge bytes and
+/// parts, chunks, and the reader's active-source list.
+#[derive(Default)]
+pub(super) struct EdgeBufs {
+    windows: Vec<(Vec<u8>, Parts)>,
+    chunks: Vec<Chunk>,
+    act: Vec<(u32, u64, u32)>,
+}
+
+impl EdgeBufs {
+    fn take_back(&mut self, free: &Receiver<Free>) {
+        for f in free.try_iter() {
+            match f {
+                Free::Window(b, p) => self.windows.push((b, p)),
+                Free::Chunk(c) => self.chunks.push(c),
+            }
+        }
+    }
 }
 
 /// The reader's counters, added to the run's at the end.
@@ -76,6 +129,7 @@ impl ExternalEngine<'_> {
         &self,
         pass: Pass<'_, P>,
         accs: &mut [Vec<u64>],
+        bufs: &mut EdgeBufs,
         stats: &mut ExternalStats,
     ) -> Result<(u64, u64)> {
         let (prog, q) = (pass.prog, pass.q);
@@ -88,41 +142,50 @@ impl ExternalEngine<'_> {
         let mut part_edges = 0u64;
         let mut bad: Option<(u32, u32, f32)> = None;
         let (tx, rx) = sync_channel::<Result<Work>>(pass.plan.in_flight as usize - 2);
-        let (free_tx, free_rx) = sync_channel::<Vec<u8>>(pass.plan.in_flight as usize);
+        let (free_tx, free_rx) = sync_channel::<Free>(2 * pass.plan.in_flight as usize);
+        let mut rbufs = std::mem::take(bufs);
         let (counts, res) = std::thread::scope(|sc| {
             let reader = sc.spawn(move || {
                 let mut n = ReadCounts::default();
-                if let Err(e) = self.read_edges(pass, &tx, &free_rx, &mut n) {
+                if let Err(e) = self.read_edges(pass, &tx, &free_rx, &mut rbufs, &mut n) {
                     // A read error is the last item the applying side receives.
                     let _ = tx.send(Err(e));
                 }
-                n
+                (n, rbufs, free_rx)
             });
             let res = (|| -> Result<()> {
                 loop {
                     let tw = Instant::now();
                     let Ok(w) = rx.recv() else { break };
                     stats.edge_wait_seconds += tw.elapsed().as_secs_f64();
-                    let w = w?;
+                    let Work {
+                        chunk,
+                        buf,
+                        skew,
+                        start,
+                        len,
+                        parts,
+                        edges,
+                    } = w?;
                     let tc = Instant::now();
-                    stats.edges_processed += w.edges;
-                    part_edges += w.edges;
+                    stats.edges_processed += edges;
+                    part_edges += edges;
                     let win = Window {
-                        buf: &w.buf[w.skew..w.skew + w.len],
-                        start: w.start,
+                        buf: &buf[skew..skew + len],
+                        start,
                         eb,
                         weighted,
                     };
                     let ctx = SrcCtx {
-                        srcs: &w.srcs,
-                        mir: &w.mir,
+                        srcs: chunk.srcs(),
+                        mir: &chunk.mir,
                         narrow,
                     };
                     let b = if threads <= 1 {
-                        apply_parts(prog, &win, &ctx, &w.parts, &mut accs[0])
+                        apply_parts(prog, &win, &ctx, &parts, &mut accs[0])
                     } else {
-                        let cuts = shares(&w.parts, w.edges, threads);
-                        let parts = &w.parts;
+                        let cuts = shares(&parts, edges, threads);
+                        let parts = &parts;
                         self.pool.install(|| {
                             accs.par_iter_mut()
                                 .enumerate()
@@ -140,16 +203,25 @@ impl ExternalEngine<'_> {
                         bad = Some(b);
                         break;
                     }
-                    // The buffer back to the reader (gone when it has finished).
-                    let _ = free_tx.try_send(w.buf);
+                    // The buffers back to the reader (gone when it has finished);
+                    // the chunk once its last window is applied.
+                    let _ = free_tx.try_send(Free::Window(buf, parts));
+                    if let Ok(c) = Arc::try_unwrap(chunk) {
+                        let _ = free_tx.try_send(Free::Chunk(c));
+                    }
                 }
                 Ok(())
             })();
             // Stops the reader when the loop ended early.
             drop(rx);
-            let counts = reader
+            let (counts, rbufs, free_rx) = reader
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            // The buffers for the next partition's pass, those handed back
+            // after the reader finished included.
+            *bufs = rbufs;
+            drop(free_tx);
+            bufs.take_back(&free_rx);
             (counts, res)
         });
         res?;
@@ -189,7 +261,8 @@ impl ExternalEngine<'_> {
         &self,
         pass: Pass<'_, P>,
         tx: &SyncSender<Result<Work>>,
-        free: &Receiver<Vec<u8>>,
+        free: &Receiver<Free>,
+        bufs: &mut EdgeBufs,
         n: &mut ReadCounts,
     ) -> Result<()> {
         let Pass {
@@ -210,6 +283,9 @@ impl ExternalEngine<'_> {
         let mut e_off = 0u64; // edge index of the chunk's first source
         let mut c0 = 0u64;
         let touched = &st.touched[qu][slot_prev as usize];
+        let ce = plan.chunk_entries as usize;
+        let mut act = std::mem::take(&mut bufs.act);
+        act.reserve_exact(ce);
         while c0 < nm {
             let mut c = (nm - c0).min(plan.chunk_entries);
             if skippable {
@@ -235,17 +311,26 @@ impl ExternalEngine<'_> {
             }
             let b0 = c0 / MBLOCK;
             debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
+            bufs.take_back(free);
+            let mut ch = bufs.chunks.pop().unwrap_or_else(|| Chunk {
+                // Room for the read widened to whole checksum groups.
+                srcs: Vec::with_capacity(ce + 2 * (SUM_GROUP / 8) as usize),
+                skew: 0,
+                mir: Vec::with_capacity(ce),
+            });
             let tio = Instant::now();
-            let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, qu, 8 * c0, c)?;
-            let mut mir: Vec<MirrorRec> = vec![0; c as usize];
+            ch.skew = self
+                .layout
+                .read_into(Part::Sources, qu, 8 * c0, 8 * c, &mut ch.srcs)?;
+            ch.mir.resize(c as usize, 0);
             st.mirrors
-                .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut mir)?;
+                .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut ch.mir)?;
             n.source_bytes_read += c * 16;
             n.io_seconds += tio.elapsed().as_secs_f64();
             // Active sources: (source index in chunk, first edge, edge count).
-            let mut act: Vec<(u32, u64, u32)> = Vec::new();
+            act.clear();
             let mut off = e_off;
-            for (i, (s, m)) in srcs.iter().zip(&mir).enumerate() {
+            for (i, (s, m)) in ch.srcs().iter().zip(&ch.mir).enumerate() {
                 if s[1] > 0 && mirror_active(narrow, all, *m, it) {
                     act.push((i as u32, off, s[1]));
                 }
@@ -257,9 +342,10 @@ impl ExternalEngine<'_> {
             c0 += c;
             if act.is_empty() {
                 n.chunks_skipped += 1;
+                bufs.chunks.push(ch);
                 continue;
             }
-            let (srcs, mir) = (Arc::new(srcs), Arc::new(mir));
+            let chunk = Arc::new(ch);
             // Requests: merged runs of active sources, or the whole span.
             let whole = (act[0].1, act.last().map(|a| a.1 + a.2 as u64).unwrap());
             let gap = (64 << 10) / eb as u64;
@@ -290,7 +376,13 @@ impl ExternalEngine<'_> {
                 let mut wa = ra;
                 while wa < rb {
                     let wb = rb.min(wa + plan.window_edges);
-                    let mut buf = free.try_recv().unwrap_or_default();
+                    bufs.take_back(free);
+                    let (mut buf, mut parts) = bufs.windows.pop().unwrap_or_else(|| {
+                        let bytes = plan.window_edges as usize * eb + 2 * SUM_GROUP as usize;
+                        let most = (plan.window_edges as usize).min(ce);
+                        (Vec::with_capacity(bytes), Vec::with_capacity(most))
+                    });
+                    parts.clear();
                     let tio = Instant::now();
                     // Whole checksum groups around the window, checked: every
                     // edge used was checked.
@@ -301,7 +393,6 @@ impl ExternalEngine<'_> {
                     while ai < act.len() && act[ai].1 + act[ai].2 as u64 <= wa {
                         ai += 1;
                     }
-                    let mut parts: Vec<(u32, u64, u64)> = Vec::new();
                     let mut j = ai;
                     while j < act.len() && act[j].1 < wb {
                         let (i, a, d) = act[j];
@@ -313,8 +404,7 @@ impl ExternalEngine<'_> {
                     }
                     let edges: u64 = parts.iter().map(|p| p.2 - p.1).sum();
                     let w = Work {
-                        srcs: srcs.clone(),
-                        mir: mir.clone(),
+                        chunk: chunk.clone(),
                         buf,
                         skew,
                         start: wa,
@@ -324,12 +414,14 @@ impl ExternalEngine<'_> {
                     };
                     if tx.send(Ok(w)).is_err() {
                         // The applying side stopped (a bad edge): nothing more.
+                        bufs.act = act;
                         return Ok(());
                     }
                     wa = wb;
                 }
             }
         }
+        bufs.act = act;
         Ok(())
     }
 }
