@@ -12,7 +12,9 @@
 # gapbs's are its own "Average Time" over REPS trials (one line, rep 0).
 # Environment: REPS (default 3), ROOT (default 3827864, a vertex of the giant
 # component at scale 22), EXTERNAL=1 adds the fully-external engine's pagerank
-# at 1/4 of its vertex data.
+# at 1/4 of its vertex data (thread counts from the largest down, so every run
+# uses the layout the first one built), BASE=another outcore binary runs
+# those beside it (tagged -base), INMEMORY=0 leaves out the in-memory runs.
 set -euo pipefail
 O=$1 G=$2 W=$3 TSV=$4
 S=${5:-22}
@@ -26,12 +28,14 @@ log() { echo "[scaling $(date +%T)] $*" >&2; }
 
 log "generate + ingest, scale $S"
 "$O" generate kronecker --scale "$S" -o k.bin32 >&2
-"$O" generate kronecker --scale "$S" --text -o k.el >&2
 "$O" ingest k.bin32 -o k.store --memory 8G >&2
-"$O" ingest k.bin32 -o kin.store --in-edges --memory 8G >&2
+if [ "${INMEMORY:-1}" = 1 ]; then
+    "$O" generate kronecker --scale "$S" --text -o k.el >&2
+    "$O" ingest k.bin32 -o kin.store --in-edges --memory 8G >&2
+    grep -v '^#' k.el > k.plain.el && rm -f k.el
+    "$G/converter" -f k.plain.el -b k.sg >&2 && rm -f k.plain.el
+fi
 rm -f k.bin32
-grep -v '^#' k.el > k.plain.el && rm -f k.el
-"$G/converter" -f k.plain.el -b k.sg >&2 && rm -f k.plain.el
 printf 'system\talgorithm\tthreads\trep\tseconds\n' > "$TSV"
 
 outcore_run() { # ALGO STORE THREADS ARGS...
@@ -51,7 +55,7 @@ gapbs_run() { # NAME KERNEL THREADS ARGS...
     printf 'gapbs\t%s\t%s\t0\t%s\n' "$n" "$t" "$s" >> "$TSV"
 }
 
-for t in $THREADS; do
+[ "${INMEMORY:-1}" = 1 ] && for t in $THREADS; do
     log "threads $t"
     TAG="" outcore_run wcc k.store "$t" --memory 8G
     TAG="-in" outcore_run bfs kin.store "$t" --root "$ROOT" --memory 8G
@@ -65,9 +69,12 @@ done
 if [ "${EXTERNAL:-0}" = 1 ]; then
     # pagerank's vertex state is 28 B a vertex; a quarter of it, plus the fixed part.
     mem=$(( (28 << S) / 4 / 1048576 + 16 ))M
-    for t in $THREADS; do
+    for t in $(printf '%s\n' $THREADS | sort -rn); do
         log "external, threads $t, --memory $mem"
         TAG="-external" outcore_run pagerank k.store "$t" --iterations 10 --engine external --memory "$mem"
+        if [ -n "${BASE:-}" ]; then
+            O=$BASE TAG="-external-base" outcore_run pagerank k.store "$t" --iterations 10 --engine external --memory "$mem"
+        fi
     done
 fi
 log "done"

@@ -15,7 +15,8 @@
 //! were alive at a time, each at its largest size once: fresh allocations, whose
 //! pages fault in on first use, and growing ones, copied as they grow, took over
 //! a third of a run's time (pagerank on Kronecker 22 at a quarter of its vertex
-//! data: 2.1M page faults, 10.7 s; reused, 48K and 6.6 s). The reader's time in reads is
+//! data, warm: 2.1M page faults, 10.8 s; with these and the accumulators
+//! reused, 0.36M and 7.7-8.6 s). The reader's time in reads is
 //! `io_seconds`; the applying side's is `compute_seconds`, and
 //! `edge_wait_seconds` the time it waited for a window (the part of the reads
 //! not overlapped).

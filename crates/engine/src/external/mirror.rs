@@ -363,10 +363,6 @@ impl MirrorJob {
             recs[2 * i + 1] = (msg >> 32) as u32;
         }
     }
-    /// The job's buffers, for a later job to reuse (none for an idle job).
-    pub(super) fn into_buffers(self) -> Option<(Vec<u32>, Vec<u64>)> {
-        (self.recs.capacity() > 0).then_some((self.recs, self.needed))
-    }
     /// A partition whose destinations did not change: nothing to write (the
     /// pending runs pass its segments).
     pub(super) fn idle(narrow: bool, p: u32, it: u64) -> MirrorJob {

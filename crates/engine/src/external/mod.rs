@@ -80,10 +80,10 @@
 //! (64 bytes per entry — its record, mirror entry and work lists), alive in the
 //! edge pass's pipeline (`edges.rs`). A layout whose largest
 //! partition does not fit is refused with [`EngineError::Budget`]; the caller
-//! repartitions. The partition loop's buffers (accumulators, destination data,
-//! mirror jobs handed back by the mirror thread, the edge pass's windows and
-//! chunks) are kept at their largest from one partition to the next and freed
-//! before the dense result is assembled, which has the budget to itself.
+//! repartitions. The threads' accumulators and the edge pass's windows and
+//! chunks are kept at their largest from one partition to the next (see
+//! `PartBufs`) and freed before the dense result is assembled, which has the
+//! budget to itself.
 
 mod edges;
 mod mirror;
@@ -268,30 +268,18 @@ pub struct ExternalEngine<'s> {
     costs: (f64, f64),
 }
 
-/// A run's buffers, kept from one partition to the next so that their pages
-/// are touched once (a fresh allocation's pages fault in on first use): the
-/// threads' accumulators, the destinations' values, epochs and degrees, mirror
-/// jobs' buffers handed back by the mirror thread, and the edge pass's.
-struct PartBufs<V> {
+/// The buffers kept from one partition to the next (a fresh allocation's
+/// pages fault in on first use): the threads' accumulators, alive through
+/// every partition anyway, and the edge pass's windows and chunks. The
+/// destinations' arrays and the mirror jobs are allocated per partition, as
+/// they were: kept, they would be resident through the edge pass too and take
+/// the page cache's room under a hard limit (Kronecker 24 pagerank at a
+/// quarter of its vertex data under `--memory` + 32 MiB: the reads' time
+/// doubled, 17 -> 40 s).
+#[derive(Default)]
+struct PartBufs {
     accs: Vec<Vec<u64>>,
-    vals: Vec<V>,
-    eps: Vec<Epochs>,
-    degs: Vec<u32>,
-    jobs: Vec<(Vec<u32>, Vec<u64>)>,
     edges: edges::EdgeBufs,
-}
-
-impl<V> Default for PartBufs<V> {
-    fn default() -> Self {
-        PartBufs {
-            accs: Vec::new(),
-            vals: Vec::new(),
-            eps: Vec::new(),
-            degs: Vec::new(),
-            jobs: Vec::new(),
-            edges: Default::default(),
-        }
-    }
 }
 
 /// One destination's epochs: last iteration it was activated, last iteration its
@@ -497,7 +485,7 @@ impl<'s> ExternalEngine<'s> {
             iteration: 0,
             prev: agg_total.total(),
         };
-        let mut bufs = PartBufs::<P::V>::default();
+        let mut bufs = PartBufs::default();
         while prog.proceed(done, &globals.prev, active_total) {
             let it = done + 1;
             let ti = Instant::now();
@@ -525,17 +513,15 @@ impl<'s> ExternalEngine<'s> {
             let this = &*self;
             let bufs = &mut bufs;
             let r: Result<()> = std::thread::scope(|sc| {
-                type Flight = (Result<MirrorDone>, MirrorJob);
-                let mut inflight: Option<std::thread::ScopedJoinHandle<'_, Flight>> = None;
+                let mut inflight: Option<std::thread::ScopedJoinHandle<'_, Result<MirrorDone>>> =
+                    None;
                 for q in 0..k {
                     let res =
                         this.partition(prog, &st, &plan, q, &globals, &mut agg, bufs, &mut stats);
                     // The previous mirror update's error first, then this partition's.
                     if let Some(h) = inflight.take() {
                         let tw = Instant::now();
-                        let (d, job) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                        bufs.jobs.extend(job.into_buffers());
-                        let d = d?;
+                        let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
                         stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
                         add_mirror(&mut stats, &d);
                     }
@@ -545,13 +531,11 @@ impl<'s> ExternalEngine<'s> {
                     this.observer.partition_done(q);
                     let st = &st;
                     let buf = plan.mirror_buffer;
-                    inflight = Some(sc.spawn(move || (this.mirror_update(st, &job, buf), job)));
+                    inflight = Some(sc.spawn(move || this.mirror_update(st, &job, buf)));
                 }
                 if let Some(h) = inflight.take() {
                     let tw = Instant::now();
-                    let (d, job) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    bufs.jobs.extend(job.into_buffers());
-                    let d = d?;
+                    let d = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
                     stats.mirror_wait_seconds += tw.elapsed().as_secs_f64();
                     add_mirror(&mut stats, &d);
                 }
@@ -665,7 +649,7 @@ impl<'s> ExternalEngine<'s> {
         q: u32,
         g: &Globals,
         agg: &mut Sums,
-        bufs: &mut PartBufs<P::V>,
+        bufs: &mut PartBufs,
         stats: &mut ExternalStats,
     ) -> Result<(u64, u64, MirrorJob)> {
         let it = g.iteration;
@@ -751,21 +735,9 @@ impl<'s> ExternalEngine<'s> {
                 block_runs(hit, nd as usize)
             }
         };
-        // Kept from one partition to the next: what a block not read holds is
-        // never used (not applied, not written back, not in the mirror job).
-        let PartBufs {
-            vals, eps, degs, ..
-        } = bufs;
-        vals.reserve_exact(cap.saturating_sub(vals.len()));
-        vals.resize(nd as usize, bytemuck::Zeroable::zeroed());
-        eps.reserve_exact(cap.saturating_sub(eps.len()));
-        eps.resize(nd as usize, [0; 2]);
-        degs.reserve_exact(cap.saturating_sub(degs.len()));
-        degs.resize(nd as usize, 0);
-        if !prog.uses_degrees() {
-            // Not read: a program that does not use them sees zeros.
-            degs.fill(0);
-        }
+        let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
+        let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
+        let mut degs: Vec<u32> = vec![0; nd as usize];
         for r in &runs {
             stats.dest_bytes_read += self.load_dests(
                 prog,
@@ -784,16 +756,8 @@ impl<'s> ExternalEngine<'s> {
         // (none for blocks not applied: the job never writes those).
         let tc = Instant::now();
         let words = mirror::job_words(narrow);
-        // A previous job's buffers (two jobs are alive at a time: this one and
-        // the one in flight); `needed` is cleared block by block below.
-        let (mut recs, mut needed) = bufs.jobs.pop().unwrap_or_else(|| {
-            (
-                Vec::with_capacity(cap * words),
-                Vec::with_capacity(cap.div_ceil(64)),
-            )
-        });
-        recs.resize(nd as usize * words, 0);
-        needed.resize((nd as usize).div_ceil(64), 0);
+        let mut recs: Vec<u32> = vec![0; nd as usize * words];
+        let mut needed = vec![0u64; (nd as usize).div_ceil(64)];
         let res: Vec<(u64, Sums)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
@@ -805,7 +769,6 @@ impl<'s> ExternalEngine<'s> {
                 .map(|(b, (((((v, e), a), d), r), nb))| {
                     let mut ag = Sums::default();
                     let mut n_act = 0u64;
-                    nb.fill(0);
                     if hit.as_ref().is_some_and(|h| !h[b]) {
                         return (n_act, ag);
                     }
