@@ -436,6 +436,17 @@ struct Window<'a> {
 }
 
 impl Window<'_> {
+    /// Edge index one past the window's last.
+    #[inline]
+    fn end(&self) -> u64 {
+        self.start + (self.buf.len() / self.eb) as u64
+    }
+    /// Edge e's target (e in the window).
+    #[inline]
+    fn target(&self, e: u64) -> u32 {
+        let o = (e - self.start) as usize * self.eb;
+        u32::from_le_bytes(self.buf[o..o + 4].try_into().unwrap())
+    }
     #[inline]
     fn edge(&self, e: u64) -> (u32, f32) {
         let o = (e - self.start) as usize * self.eb;
@@ -479,7 +490,14 @@ fn apply_direct<P: EdgeProgram>(
     let u = ctx.srcs[i as usize][0];
     let msg = ctx.message(i);
     let mut bad = None;
+    // Targets are hinted STREAM_AHEAD edges ahead, as the streaming engine's
+    // are: the accumulators of a partition are far larger than the caches, so
+    // without it each edge waits on its target's cache line.
+    let ahead = win.end().saturating_sub(crate::STREAM_AHEAD as u64);
     for e in x..y {
+        if e < ahead {
+            crate::prefetch(acc, win.target(e + crate::STREAM_AHEAD as u64));
+        }
         let (t, w) = win.edge(e);
         let Some(a) = acc.get_mut(t as usize) else {
             bad.get_or_insert((u, u32::MAX, w));
