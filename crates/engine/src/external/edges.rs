@@ -449,14 +449,13 @@ impl Window<'_> {
     }
     #[inline]
     fn edge(&self, e: u64) -> (u32, f32) {
-        let o = (e - self.start) as usize * self.eb;
-        let t = u32::from_le_bytes(self.buf[o..o + 4].try_into().unwrap());
         let w = if self.weighted {
-            f32::from_le_bytes(self.buf[o + 4..o + 8].try_into().unwrap())
+            let o = (e - self.start) as usize * self.eb + 4;
+            f32::from_le_bytes(self.buf[o..o + 4].try_into().unwrap())
         } else {
             1.0
         };
-        (t, w)
+        (self.target(e), w)
     }
 }
 
