@@ -322,6 +322,7 @@ fn vertex_memory_for(
             space_overhead: 0.0,
             bytes: 0,
             seconds: 0.0,
+            target_bits: 32,
         };
         if external::plan(&probe, memory, bpv, narrow, eb, threads).is_ok() {
             return Ok(opts);
@@ -355,12 +356,15 @@ impl ExternalObserver for Bars {
 
 /// Bytes an iteration of `algo` reads and writes at most on the layout.
 fn per_iteration_bytes(store: &Store, rec: &VpartRecord, algo: Algo) -> (u64, u64) {
-    let eb = edge_bytes(store);
-    let edges: u64 = rec.edges.iter().sum();
+    let edge_bytes: u64 = rec
+        .edges
+        .iter()
+        .map(|&e| rec.codec(store.weighted()).payload_bytes(e))
+        .sum();
     let mirrors: u64 = rec.mirrors.iter().sum();
     let n = store.vertices();
     let vb = external_bytes_per_vertex(algo) - 20 + 8;
-    let read = edges * eb + mirrors * 24 + n * (vb + 4 + 8);
+    let read = edge_bytes + mirrors * 24 + n * (vb + 4 + 8);
     let written = n * vb + mirrors * 16;
     (read, written)
 }

@@ -233,50 +233,13 @@ pub fn unpack_at(words: &[u32], bit: u64, width: u32, base: u32, out: &mut [u32]
     if end_bit.div_ceil(32) > words.len() as u64 {
         return None;
     }
-    let mask = if width == 32 {
-        u32::MAX as u64
-    } else {
-        (1u64 << width) - 1
-    };
-    let bytes: &[u8] = bytemuck::cast_slice(words);
-    let mut max = 0u32;
-    let (mut out, mut bit) = (out, bit);
-    #[cfg(target_arch = "x86_64")]
-    if width <= 24 && bit.is_multiple_of(8) && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present (checked just above).
-        let (done, m) = unsafe { simd::unpack_groups(bytes, bit / 8, width, base, out) };
-        max = m;
-        out = &mut out[done..];
-        bit += done as u64 * width as u64;
-        if out.is_empty() {
-            return Some(max);
-        }
-    }
-    // Values whose 8-byte window [p / 8, p / 8 + 8) lies inside `bytes` are read
-    // with one unaligned load each (independent of each other, so the loop
-    // pipelines); the last few go through the word-by-word loop below.
-    let fast = if bytes.len() >= 8 && (bytes.len() as u64 - 8) * 8 >= bit {
-        (((bytes.len() as u64 - 8) * 8 - bit) / width as u64 + 1).min(out.len() as u64) as usize
-    } else {
-        0
-    };
-    let (head, tail) = out.split_at_mut(fast);
-    let ptr = bytes.as_ptr();
-    let mut p = bit;
-    for o in head.iter_mut() {
-        // SAFETY: `p / 8 + 8 <= bytes.len()` for every value counted in `fast`
-        // (p grows by `width` per value and `fast` stops at the last p with
-        // p / 8 <= bytes.len() - 8), so the 8-byte read is inside `bytes`;
-        // read_unaligned allows any alignment.
-        let x = u64::from_le(unsafe { ptr.add((p >> 3) as usize).cast::<u64>().read_unaligned() });
-        let v = ((x >> (p & 7)) & mask) as u32;
-        max = max.max(v);
-        *o = v.wrapping_add(base);
-        p += width as u64;
-    }
+    let (done, mut max) = unpack_head(bytemuck::cast_slice(words), bit, width, base, out);
+    let tail = &mut out[done..];
     if tail.is_empty() {
         return Some(max);
     }
+    let p = bit + done as u64 * width as u64;
+    let mask = width_mask(width);
     let mut w = (p / 32) as usize;
     let mut acc = (words[w] as u64) >> (p % 32);
     let mut have = 32 - (p % 32) as u32;
@@ -296,6 +259,81 @@ pub fn unpack_at(words: &[u32], bit: u64, width: u32, base: u32, out: &mut [u32]
         *o = v.wrapping_add(base);
     }
     Some(max)
+}
+
+/// Decodes `out.len()` values of `width` bits starting at stream bit `bit` of a
+/// byte stream (stream bit `t` is bit `t % 8` of byte `t / 8`: the same order as
+/// the word stream's), for streams that are not whole words — a range of a V-Part
+/// edge file. `None` when `bytes` is too short to hold them.
+pub fn unpack_bytes(bytes: &[u8], bit: u64, width: u32, out: &mut [u32]) -> Option<()> {
+    let end_bit = bit + out.len() as u64 * width as u64;
+    if end_bit.div_ceil(8) > bytes.len() as u64 {
+        return None;
+    }
+    let (done, _) = unpack_head(bytes, bit, width, 0, out);
+    let mask = width_mask(width);
+    let mut p = bit + done as u64 * width as u64;
+    for o in out[done..].iter_mut() {
+        // The last values: fewer than 8 bytes from their first to the end.
+        let at = (p / 8) as usize;
+        let mut t = [0u8; 8];
+        let rest = &bytes[at..];
+        let n = rest.len().min(8);
+        t[..n].copy_from_slice(&rest[..n]);
+        *o = ((u64::from_le_bytes(t) >> (p % 8)) & mask) as u32;
+        p += width as u64;
+    }
+    Some(())
+}
+
+fn width_mask(width: u32) -> u64 {
+    if width == 32 {
+        u32::MAX as u64
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+/// Decodes the leading values of `out` whose bytes can be loaded whole: groups
+/// of 8 with AVX2 (when `bit` is on a byte and `width <= 24`), then one
+/// unaligned 8-byte load per value while it stays inside `bytes`. Returns (values
+/// decoded, their largest before `base`).
+fn unpack_head(bytes: &[u8], bit: u64, width: u32, base: u32, out: &mut [u32]) -> (usize, u32) {
+    let mask = width_mask(width);
+    let mut max = 0u32;
+    let mut done = 0usize;
+    let mut bit = bit;
+    #[cfg(target_arch = "x86_64")]
+    if width <= 24 && bit.is_multiple_of(8) && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present (checked just above).
+        let (n, m) = unsafe { simd::unpack_groups(bytes, bit / 8, width, base, out) };
+        max = m;
+        done = n;
+        bit += n as u64 * width as u64;
+    }
+    let out = &mut out[done..];
+    // Values whose 8-byte window [p / 8, p / 8 + 8) lies inside `bytes` are read
+    // with one unaligned load each (independent of each other, so the loop
+    // pipelines); the caller decodes the last few.
+    let fast = if bytes.len() >= 8 && (bytes.len() as u64 - 8) * 8 >= bit {
+        (((bytes.len() as u64 - 8) * 8 - bit) / width as u64 + 1).min(out.len() as u64) as usize
+    } else {
+        0
+    };
+    let ptr = bytes.as_ptr();
+    let mut p = bit;
+    for o in out[..fast].iter_mut() {
+        // SAFETY: `p / 8 + 8 <= bytes.len()` for every value counted in `fast`
+        // (p grows by `width` per value and `fast` stops at the last p with
+        // p / 8 <= bytes.len() - 8), so the 8-byte read is inside `bytes`;
+        // read_unaligned allows any alignment.
+        let x = u64::from_le(unsafe { ptr.add((p >> 3) as usize).cast::<u64>().read_unaligned() });
+        let v = ((x >> (p & 7)) & mask) as u32;
+        max = max.max(v);
+        *o = v.wrapping_add(base);
+        p += width as u64;
+    }
+    (done + fast, max)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -476,6 +514,18 @@ mod tests {
             let mut again = vec![0u32; n];
             unpack_at(&words[w0..], bit - 32 * w0 as u64, width, base, &mut again).unwrap();
             prop_assert_eq!(again, want);
+            // From a byte stream holding exactly their bytes (no whole words).
+            let bytes: &[u8] = bytemuck::cast_slice(&words);
+            let (b0, b1) = (bit / 8, (bit + n as u64 * width as u64).div_ceil(8));
+            let mut fromb = vec![0u32; n];
+            let part = &bytes[b0 as usize..b1 as usize];
+            unpack_bytes(part, bit % 8, width, &mut fromb).unwrap();
+            prop_assert_eq!(&fromb, &vals[a..a + n]);
+            if n > 0 {
+                // One byte short is refused.
+                let short = &part[..part.len() - 1];
+                prop_assert!(unpack_bytes(short, bit % 8, width, &mut fromb).is_none());
+            }
         }
     }
 }

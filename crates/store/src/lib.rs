@@ -29,6 +29,7 @@ pub mod reader;
 pub mod select;
 pub mod sort;
 pub mod vpart;
+pub mod vpart_codec;
 
 pub use error::{Result, StoreError};
 pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};
