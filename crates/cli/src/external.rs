@@ -356,11 +356,8 @@ impl ExternalObserver for Bars {
 
 /// Bytes an iteration of `algo` reads and writes at most on the layout.
 fn per_iteration_bytes(store: &Store, rec: &VpartRecord, algo: Algo) -> (u64, u64) {
-    let edge_bytes: u64 = rec
-        .edges
-        .iter()
-        .map(|&e| rec.codec(store.weighted()).payload_bytes(e))
-        .sum();
+    let codec = rec.codec(store.weighted());
+    let edge_bytes: u64 = rec.edges.iter().map(|&e| codec.payload_bytes(e)).sum();
     let mirrors: u64 = rec.mirrors.iter().sum();
     let n = store.vertices();
     let vb = external_bytes_per_vertex(algo) - 20 + 8;

@@ -204,6 +204,19 @@ impl Manifest {
                 }
             }
         }
+        if let Some(v) = m
+            .vpart
+            .as_ref()
+            .filter(|v| !(1..=32).contains(&v.target_bits))
+        {
+            return Err(corrupt(
+                &path,
+                format!(
+                    "vpart target_bits is {}, not 1..32: run `outcore partition` again",
+                    v.target_bits
+                ),
+            ));
+        }
         Ok(m)
     }
 

@@ -117,7 +117,8 @@ fn unpacked_target_bits() -> u32 {
 }
 
 impl VpartRecord {
-    /// The codec of this layout's edge files.
+    /// The codec of this layout's edge files (`target_bits` is checked when
+    /// the manifest is read).
     pub fn codec(&self, weighted: bool) -> EdgeCodec {
         EdgeCodec::new(self.target_bits, weighted)
     }
@@ -587,7 +588,7 @@ pub fn build(
             let rl = if weighted { 12 } else { 8 };
             let mut m_q = 0u64;
             let mut e_q = 0u64;
-            let mut out = Vec::with_capacity((1 << 20) + 16);
+            let mut out = Vec::with_capacity(1 << 20);
             let mut packer = EdgePacker::new(codec);
             // Two levels: q's edges split by their source's owner first.
             let split = match owner.as_mut() {
@@ -823,7 +824,6 @@ impl VpartLayout {
     pub fn partitions(&self) -> u32 {
         self.record.partitions
     }
-
     /// u64 words of one destination's mirror mask ([`mask_words`]).
     pub fn mask_words(&self) -> usize {
         mask_words(self.record.partitions)

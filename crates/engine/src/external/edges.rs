@@ -179,7 +179,7 @@ impl ExternalEngine<'_> {
                         end,
                         codec,
                         weighted,
-                        base: start * codec.record_bits() - codec.bit_in_range(start, start),
+                        base: 8 * codec.byte_range(start, end).0,
                         rbits: codec.record_bits(),
                     };
                     let ctx = SrcCtx {
@@ -281,8 +281,7 @@ impl ExternalEngine<'_> {
         let qu = q as usize;
         let nm = self.layout.record.mirrors[qu];
         let codec = self.layout.codec();
-        // Bytes of `e` edges (records are bit-packed).
-        let bytes_of = |e: u64| (e * codec.record_bits()) as f64 / 8.0;
+        let bytes_of = |e: u64| codec.payload_bytes(e) as f64;
         let slot_prev = (it - 1) % 2;
         let narrow = prog.narrow_messages();
         let all = prog.all_active();
@@ -356,7 +355,8 @@ impl ExternalEngine<'_> {
             let chunk = Arc::new(ch);
             // Requests: merged runs of active sources, or the whole span.
             let whole = (act[0].1, act.last().map(|a| a.1 + a.2 as u64).unwrap());
-            let gap = (64 << 13) / codec.record_bits();
+            // 64 KiB of records.
+            let gap = (64 << 10) * 8 / codec.record_bits();
             let mut runs: Vec<(u64, u64)> = Vec::new();
             for &(_, a, d) in &act {
                 match runs.last_mut() {
@@ -560,8 +560,9 @@ fn apply_parts<P: EdgeProgram>(
     // the loop a third slower.
     let mut tb = [0u32; BATCH];
     let (mut lo, mut hi) = (0u64, 0u64);
-    // Edges whose record starts on a byte (where the vectorised decoder runs).
-    let align = 8 / gcd(win.rbits, 8);
+    // Every `align`-th edge's record starts on a byte (where the vectorised
+    // decoder runs): 8 / gcd(record bits, 8).
+    let align = 8u64 >> win.rbits.trailing_zeros().min(3);
     for &(i, x, y) in parts {
         let u = ctx.srcs[i as usize][0];
         let msg = ctx.message(i);
@@ -606,14 +607,6 @@ fn apply_parts<P: EdgeProgram>(
         }
     }
     bad
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 /// Cuts `parts` into `t` contiguous shares of about equal edges: share k is
