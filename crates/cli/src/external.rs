@@ -261,6 +261,10 @@ fn external_fits(a: &RunArgs, store: &Store, algo: Algo) -> bool {
 /// Whether the store's layout (if any) holds `algo` under `--memory`.
 fn layout_fits(a: &RunArgs, store: &Store, algo: Algo, threads: usize) -> bool {
     store.manifest().vpart.as_ref().is_some_and(|r| {
+        if r.version != vpart::VPART_VERSION {
+            // Written by an earlier version: rebuilt.
+            return false;
+        }
         let bpv = external_bytes_per_vertex(algo);
         external::plan(
             r,
@@ -323,6 +327,7 @@ fn vertex_memory_for(
             bytes: 0,
             seconds: 0.0,
             target_bits: 32,
+            version: vpart::VPART_VERSION,
         };
         if external::plan(&probe, memory, bpv, narrow, eb, threads).is_ok() {
             return Ok(opts);
@@ -359,9 +364,18 @@ fn per_iteration_bytes(store: &Store, rec: &VpartRecord, algo: Algo) -> (u64, u6
     let codec = rec.codec(store.weighted());
     let edge_bytes: u64 = rec.edges.iter().map(|&e| codec.payload_bytes(e)).sum();
     let mirrors: u64 = rec.mirrors.iter().sum();
+    // The source tables' compact entries, and a mirror mask per destination.
+    let sources: u64 = store
+        .manifest()
+        .files
+        .iter()
+        .filter(|f| f.name.starts_with("vpart.") && f.name.ends_with(".sources"))
+        .map(|f| f.bytes)
+        .sum();
     let n = store.vertices();
     let vb = external_bytes_per_vertex(algo) - 20 + 8;
-    let read = edge_bytes + mirrors * 24 + n * (vb + 4 + 8);
+    let mask = vpart::mask_bytes(rec.partitions) as u64;
+    let read = edge_bytes + sources + mirrors * 8 + n * (vb + 4 + mask);
     let written = n * vb + mirrors * 16;
     (read, written)
 }
@@ -458,6 +472,11 @@ pub fn run(
         let (k, cap) = vpart::plan(store.vertices(), &opts)?;
         let why = match &current {
             None => "the store has no V-Part layout".to_string(),
+            Some(r) if r.version != vpart::VPART_VERSION => format!(
+                "its layout has format {}, this build reads format {}",
+                r.version,
+                vpart::VPART_VERSION
+            ),
             Some(r) => format!(
                 "its {} partitions of up to {} destinations do not fit --memory {}",
                 r.partitions,

@@ -254,6 +254,20 @@ fn partition_command_rebuild_and_damage() {
     assert!(o.status.success(), "{}", err(&o));
     let o = run(&["run", "pagerank", sts, "--memory", "10M", "--verify"]);
     assert!(o.status.success(), "{}", err(&o));
+    // A layout of an earlier format (8-byte source records, no `version` in
+    // its record): rebuilt by the next run, which says why.
+    let mut man = outcore_store::Manifest::read(&st).unwrap();
+    man.vpart.as_mut().unwrap().version = 1;
+    man.write(&st).unwrap();
+    let o = run(&["run", "pagerank", sts, "--memory", "10M", "--verify"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("its layout has format 1, this build reads format 2"),
+        "{}",
+        err(&o)
+    );
+    let man = outcore_store::Manifest::read(&st).unwrap();
+    assert_eq!(man.vpart.unwrap().version, 2);
 }
 
 #[test]

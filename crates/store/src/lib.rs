@@ -30,6 +30,7 @@ pub mod select;
 pub mod sort;
 pub mod vpart;
 pub mod vpart_codec;
+pub mod vpart_sources;
 
 pub use error::{Result, StoreError};
 pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};

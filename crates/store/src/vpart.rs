@@ -26,16 +26,19 @@
 //! * `vpart.index` (kind 11): for each partition q, K + 1 u64 segment starts
 //!   (`seg[q][p]` = first mirror of owner p in `S_q`; `seg[q][K]` = |S_q|).
 //! * `vpart.Q.dests` (kind 12): |D_q| u32 dense ids, then |D_q| u32 out-degrees.
-//! * `vpart.Q.sources` (kind 13): |S_q| records (u32 dense id, u32 edges into q).
+//! * `vpart.Q.sources` (kind 13): |S_q| entries (dense id, edges into q), each
+//!   two LEB128 varints — the id's difference from the previous entry's, then
+//!   the count — the differences restarting at every 4096 entries
+//!   ([`crate::vpart_sources`]): 2.2 bytes an entry on Kronecker 24 instead of 8.
 //! * `vpart.Q.edges` (kind 14): the edges, in source-table order, as a stream of
 //!   bit-packed records: the local target in `target_bits` bits (the bits of the
 //!   largest partition's last local index), then, in a weighted store, the f32
 //!   weight's 32 bits ([`EdgeCodec`]). Kronecker 24 in 22 partitions of 762K
 //!   destinations: 20 bits a target instead of 32, 37.5% fewer edge bytes for
 //!   every pass of the external engine, which is I/O-bound.
-//! * `vpart.Q.mirrors` (kind 15): per destination, W = ceil(K / 64) u64 words
-//!   of a mask, bit p (word p / 64, bit p % 64) set when the destination has a
-//!   mirror in partition p.
+//! * `vpart.Q.mirrors` (kind 15): per destination, a mask of B = ceil(K / 8)
+//!   bytes, bit p % 8 of byte p / 8 set when the destination has a mirror in
+//!   partition p (3 bytes at 22 partitions, where u64 words took 8).
 //!
 //! # Invariants
 //! * Every destination is in exactly one `D_q`; every edge is in exactly one
@@ -68,6 +71,7 @@ use crate::manifest::Manifest;
 use crate::pagesums::{sums_name, PageSums, SummedWriter};
 use crate::reader::Store;
 pub use crate::vpart_codec::{EdgeCodec, EdgePacker};
+pub use crate::vpart_sources::{SourceDecoder, SourcePacker, MAX_SOURCE_BYTES, SOURCE_BLOCK};
 use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -76,10 +80,15 @@ use std::time::Instant;
 /// At most this many partitions (an owner is one byte, 255 meaning none).
 pub const MAX_PARTITIONS: u32 = 254;
 
-/// u64 words of one destination's mirror mask in a layout of `k` partitions.
-pub fn mask_words(k: u32) -> usize {
-    (k as usize).div_ceil(64).max(1)
+/// Bytes of one destination's mirror mask in a layout of `k` partitions.
+pub fn mask_bytes(k: u32) -> usize {
+    (k as usize).div_ceil(8).max(1)
 }
+/// The layout format this build writes and reads (the `version` of the
+/// manifest's `vpart` record): 2, compact source entries and byte masks.
+/// Layouts of format 1 (8-byte source records, u64 mask words, no `version`
+/// in their record) are refused when opened and rebuilt by the next run.
+pub const VPART_VERSION: u32 = 2;
 /// Destination bytes per vertex of the heaviest external program (pagerank-delta:
 /// three f64 values, an f64 accumulator, two u32 epochs and the u32 out-degree).
 pub const HEAVIEST_BYTES_PER_VERTEX: u64 = 44;
@@ -110,10 +119,16 @@ pub struct VpartRecord {
     /// the edges were packed have none in their record and read as 32.
     #[serde(default = "unpacked_target_bits")]
     pub target_bits: u32,
+    /// The layout's format ([`VPART_VERSION`]); absent in layouts of format 1.
+    #[serde(default = "first_version")]
+    pub version: u32,
 }
 
 fn unpacked_target_bits() -> u32 {
     32
+}
+fn first_version() -> u32 {
+    1
 }
 
 impl VpartRecord {
@@ -416,8 +431,10 @@ pub fn build(
     owner.bytes().fill(NONE);
     let mut loads = vec![0u64; ku];
     let mut counts = vec![0u64; ku];
-    let words = mask_words(k);
+    let words = (k as usize).div_ceil(64).max(1);
+    let mbytes = mask_bytes(k);
     let mut mask = vec![0u64; words];
+    let mut mask_le = vec![0u8; 8 * words];
 
     // Pass 1: the greedy assignment over the out-CSR in source order.
     {
@@ -508,7 +525,11 @@ pub fn build(
                 }
                 spill.push(s_edges(q, pu), &rec[..rl])?;
             }
-            spill.push(s_mask(pu), bytemuck::cast_slice(&mask))?;
+            // Bit p of the mask is bit p % 8 of byte p / 8.
+            for (w, word) in mask.iter().enumerate() {
+                mask_le[8 * w..8 * w + 8].copy_from_slice(&word.to_le_bytes());
+            }
+            spill.push(s_mask(pu), &mask_le[..mbytes])?;
             done += d as u64;
             if u % (1 << 20) == 0 {
                 progress("distribute", done, m);
@@ -607,10 +628,11 @@ pub fn build(
                 }
                 None => None,
             };
+            let mut sp = SourcePacker::new();
+            let mut srcs: Vec<u8> = Vec::new();
             for p in 0..ku {
                 seg[q * (ku + 1) + p] = m_q;
                 let mut cur: Option<(u32, u32)> = None;
-                let mut srcs: Vec<u8> = Vec::new();
                 let mut each = |b: &[u8]| -> Result<()> {
                     for r in b.chunks_exact(rl) {
                         let u = u32::from_le_bytes(r[0..4].try_into().unwrap());
@@ -618,8 +640,7 @@ pub fn build(
                             Some((cu, c)) if *cu == u => *c += 1,
                             _ => {
                                 if let Some((cu, c)) = cur {
-                                    srcs.extend_from_slice(&cu.to_le_bytes());
-                                    srcs.extend_from_slice(&c.to_le_bytes());
+                                    sp.push(cu, c, &mut srcs);
                                     m_q += 1;
                                 }
                                 cur = Some((u, 1));
@@ -653,12 +674,11 @@ pub fn build(
                     None => spill.read(&sf, s_edges(q, p), &mut each)?,
                 }
                 if let Some((cu, c)) = cur {
-                    srcs.extend_from_slice(&cu.to_le_bytes());
-                    srcs.extend_from_slice(&c.to_le_bytes());
+                    sp.push(cu, c, &mut srcs);
                     m_q += 1;
                 }
-                sw.append(&srcs)?;
             }
+            sw.append(&srcs)?;
             packer.finish(&mut out);
             ew.append(&out)?;
             seg[q * (ku + 1) + ku] = m_q;
@@ -702,6 +722,7 @@ pub fn build(
             bytes,
             seconds: start.elapsed().as_secs_f64(),
             target_bits: codec.target_bits(),
+            version: VPART_VERSION,
         })
     })();
     drop(sf);
@@ -767,6 +788,13 @@ impl VpartLayout {
         let Some(rec) = store.manifest().vpart.clone() else {
             return Ok(None);
         };
+        if rec.version != VPART_VERSION {
+            return Err(StoreError::Invalid(format!(
+                "{}: its V-Part layout has format {}, this build reads format {VPART_VERSION}; run `outcore partition` again (or an external run rebuilds it)",
+                store.dir().display(),
+                rec.version
+            )));
+        }
         let k = rec.partitions;
         let stats = store.stats().clone();
         let open = |name: String, kind| store.layout_with(&name, kind, mode, stats.clone());
@@ -797,8 +825,9 @@ impl VpartLayout {
             let mi = open(file_name(q, "mirrors"), FileKind::VpartMirrors)?;
             let qu = q as usize;
             let ok = d.header.payload_len == 8 * l.record.dests[qu]
-                && mi.header.payload_len == 8 * mask_words(k) as u64 * l.record.dests[qu]
-                && s.header.payload_len == 8 * l.record.mirrors[qu]
+                && mi.header.payload_len == mask_bytes(k) as u64 * l.record.dests[qu]
+                && s.header.payload_len >= 2 * l.record.mirrors[qu]
+                && s.header.payload_len <= MAX_SOURCE_BYTES * l.record.mirrors[qu]
                 && e.header.payload_len == codec.payload_bytes(l.record.edges[qu])
                 && l.seg[qu * (ku + 1) + ku] == l.record.mirrors[qu];
             if !ok {
@@ -824,9 +853,21 @@ impl VpartLayout {
     pub fn partitions(&self) -> u32 {
         self.record.partitions
     }
-    /// u64 words of one destination's mirror mask ([`mask_words`]).
-    pub fn mask_words(&self) -> usize {
-        mask_words(self.record.partitions)
+    /// Bytes of one destination's mirror mask ([`mask_bytes`]).
+    pub fn mask_bytes(&self) -> usize {
+        mask_bytes(self.record.partitions)
+    }
+    /// Payload bytes of partition `q`'s `part` file.
+    pub fn payload_bytes(&self, part: Part, q: usize) -> u64 {
+        self.file(part, q).header.payload_len
+    }
+    fn file(&self, part: Part, q: usize) -> &LayoutFile {
+        match part {
+            Part::Dests => &self.dests[q],
+            Part::Sources => &self.sources[q],
+            Part::Edges => &self.edges[q],
+            Part::Mirrors => &self.mirrors[q],
+        }
     }
 
     /// `count` elements of `T` at payload byte `offset` of partition `q`'s `part`
@@ -865,13 +906,7 @@ impl VpartLayout {
         bytes: u64,
         buf: &mut Vec<T>,
     ) -> Result<usize> {
-        let file = match part {
-            Part::Dests => &self.dests[q],
-            Part::Sources => &self.sources[q],
-            Part::Edges => &self.edges[q],
-            Part::Mirrors => &self.mirrors[q],
-        };
-        self.sums[q][part as usize].read_checked(file, offset, offset + bytes, buf)
+        self.sums[q][part as usize].read_checked(self.file(part, q), offset, offset + bytes, buf)
     }
     /// First mirror of owner `p`'s destinations in partition `q`'s source table.
     pub fn segment(&self, q: u32, p: u32) -> u64 {
@@ -898,7 +933,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_record_written_before_packed_edges_reads_as_32_bit_targets() {
+    fn records_of_earlier_layouts_read_as_format_1_with_32_bit_targets() {
         let rec = VpartRecord {
             partitions: 2,
             vertex_memory: 1 << 20,
@@ -912,6 +947,7 @@ mod tests {
             bytes: 12345,
             seconds: 0.5,
             target_bits: 4,
+            version: VPART_VERSION,
         };
         let mut v = serde_json::to_value(&rec).unwrap();
         assert_eq!(
@@ -919,8 +955,10 @@ mod tests {
             rec
         );
         v.as_object_mut().unwrap().remove("target_bits");
+        v.as_object_mut().unwrap().remove("version");
         let old: VpartRecord = serde_json::from_value(v).unwrap();
         assert_eq!(old.target_bits, 32);
+        assert_eq!(old.version, 1);
         assert_eq!(old.codec(false).payload_bytes(7), 28);
         assert_eq!(old.codec(true).payload_bytes(7), 56);
         assert_eq!(rec.codec(false).payload_bytes(7), 4);

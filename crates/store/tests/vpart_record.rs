@@ -1,5 +1,6 @@
-//! The V-Part record's `target_bits`: written by a build, checked when the
-//! manifest is read.
+//! The V-Part record's `target_bits` (written by a build, checked when the
+//! manifest is read) and `version`; the compact source tables and byte masks
+//! decoded against the out-CSR.
 
 use outcore_store::ingest::Quiet;
 use outcore_store::vpart::{self, VpartOptions};
@@ -39,4 +40,111 @@ fn target_bits_are_the_largest_partitions_and_a_bad_value_is_refused() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() {
+    use outcore_io::ReadMode;
+    use outcore_store::vpart::{Part, SourceDecoder, VpartLayout};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("g.txt");
+    // 30000 vertices (tables of several 4096-entry blocks): a hub, chords of
+    // every length (ids far apart: varints of several bytes) and parallel
+    // edges (counts above one).
+    let n = 30000u32;
+    let mut text = String::new();
+    for u in 0..n {
+        text += &format!("{u} {}\n{u} {}\n", (u + 1) % n, (u as u64 * 977 % n as u64));
+        text += &format!("0 {u}\n");
+        if u % 7 == 0 {
+            for _ in 0..130 {
+                text += &format!("{u} {}\n", (u + 11) % n);
+            }
+        }
+    }
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("g.store");
+    ingest(&[input], &out, &IngestOptions::default(), &Quiet).unwrap();
+    let store = Store::open(&out).unwrap();
+    let opts = VpartOptions {
+        vertex_memory: 1 << 20,
+        partitions: Some(3),
+        memory: 64 << 20,
+    };
+    let rec = vpart::build(&store, &opts, &|_, _, _| {}).unwrap();
+    assert_eq!(rec.version, vpart::VPART_VERSION);
+    let store = Store::open(&out).unwrap();
+    let layout = VpartLayout::open(&store, ReadMode::Buffered)
+        .unwrap()
+        .unwrap();
+    let k = rec.partitions as usize;
+    // Every vertex's owner.
+    let mut owner = vec![usize::MAX; n as usize];
+    for (q, o) in (0..k).flat_map(|q| {
+        let ids: Vec<u32> = layout.read(Part::Dests, q, 0, rec.dests[q]).unwrap();
+        ids.into_iter().map(move |v| (q, v))
+    }) {
+        owner[o as usize] = q;
+    }
+    assert!(owner.iter().all(|&q| q < k));
+    let csr = store.csr("out").unwrap();
+    let mb = layout.mask_bytes();
+    assert_eq!(mb, 1);
+    for q in 0..k {
+        // The table as the CSR says: sources with their edge counts into q,
+        // by (owner, id).
+        let mut want: Vec<(usize, u32, u32)> = Vec::new();
+        for u in 0..n {
+            let (t, _) = csr.edges(u).unwrap();
+            let c = t.iter().filter(|&&v| owner[v as usize] == q).count() as u32;
+            if c > 0 {
+                want.push((owner[u as usize], u, c));
+            }
+        }
+        want.sort();
+        let bytes = layout.payload_bytes(Part::Sources, q);
+        let raw: Vec<u8> = layout.read(Part::Sources, q, 0, bytes).unwrap();
+        let mut got = Vec::new();
+        SourceDecoder::at_block(0)
+            .decode_exact(&raw, rec.mirrors[q] as usize, &mut got)
+            .unwrap();
+        let want: Vec<[u32; 2]> = want.iter().map(|&(_, u, c)| [u, c]).collect();
+        assert_eq!(got, want, "partition {q}");
+        assert!(
+            rec.mirrors[q] > 2 * vpart::SOURCE_BLOCK,
+            "{:?}",
+            rec.mirrors
+        );
+        assert!(
+            bytes < 8 * rec.mirrors[q],
+            "{bytes} bytes for {} entries",
+            rec.mirrors[q]
+        );
+        // Masks: bit p set exactly when the destination has a mirror in p.
+        let masks: Vec<u8> = layout
+            .read(Part::Mirrors, q, 0, mb as u64 * rec.dests[q])
+            .unwrap();
+        let ids: Vec<u32> = layout.read(Part::Dests, q, 0, rec.dests[q]).unwrap();
+        for (i, &v) in ids.iter().enumerate() {
+            let (t, _) = csr.edges(v).unwrap();
+            for p in 0..k {
+                let has = t.iter().any(|&x| owner[x as usize] == p);
+                let bit = masks[i * mb + p / 8] >> (p % 8) & 1 == 1;
+                assert_eq!(bit, has, "vertex {v}, partition {p}");
+            }
+        }
+    }
+    // A layout of format 1 (no version in its record) is refused by name.
+    let mut man = Manifest::read(&out).unwrap();
+    man.vpart.as_mut().unwrap().version = 1;
+    man.write(&out).unwrap();
+    let store = Store::open(&out).unwrap();
+    let err = match VpartLayout::open(&store, ReadMode::Buffered) {
+        Ok(_) => panic!("a layout of format 1 opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("format 1") && err.contains("outcore partition"),
+        "{err}"
+    );
 }

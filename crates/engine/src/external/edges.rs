@@ -26,7 +26,7 @@ use super::{mirror_active, EdgeReads, ExternalEngine, ExternalStats, MirrorRec, 
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
 use outcore_store::pagesums::SUM_GROUP;
-use outcore_store::vpart::{EdgeCodec, Part};
+use outcore_store::vpart::{EdgeCodec, Part, SourceDecoder, MAX_SOURCE_BYTES};
 use rayon::prelude::*;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -48,18 +48,17 @@ struct Work {
     edges: u64,
 }
 
-/// A chunk of a source table as read: its records from `skew` on (the read
-/// widened to whole checksum groups), and its mirror entries.
+/// A chunk of a source table: its entries (id, edges into the partition) as
+/// decoded, and their mirror entries.
 #[derive(Default)]
 struct Chunk {
     srcs: Vec<[u32; 2]>,
-    skew: usize,
     mir: Vec<MirrorRec>,
 }
 
 impl Chunk {
     fn srcs(&self) -> &[[u32; 2]] {
-        &self.srcs[self.skew..self.skew + self.mir.len()]
+        &self.srcs
     }
 }
 
@@ -83,6 +82,9 @@ pub(super) struct EdgeBufs {
     windows: Vec<(Vec<u8>, Parts)>,
     chunks: Vec<Chunk>,
     act: Vec<(u32, u64, u32)>,
+    /// The reader's bytes of a chunk's source entries as read (widened to
+    /// whole checksum groups), decoded into the chunk.
+    raw: Vec<u8>,
 }
 
 impl EdgeBufs {
@@ -320,20 +322,46 @@ impl ExternalEngine<'_> {
             debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
             bufs.take_back(free);
             let mut ch = bufs.chunks.pop().unwrap_or_else(|| Chunk {
-                // Room for the read widened to whole checksum groups.
-                srcs: Vec::with_capacity(ce + 2 * (SUM_GROUP / 8) as usize),
-                skew: 0,
+                srcs: Vec::with_capacity(ce),
                 mir: Vec::with_capacity(ce),
             });
+            if bufs.raw.capacity() == 0 {
+                // Room for the most bytes a chunk's entries take, widened to
+                // whole checksum groups.
+                let most = ce * MAX_SOURCE_BYTES as usize + 2 * SUM_GROUP as usize;
+                bufs.raw.reserve_exact(most);
+            }
             let tio = Instant::now();
-            ch.skew = self
+            // Whole blocks of entries: from one block's first byte to the next's.
+            let (x, y) = (
+                st.src_off[qu][(c0 / MBLOCK) as usize],
+                st.src_off[qu][(c0 + c).div_ceil(MBLOCK) as usize],
+            );
+            let skew = self
                 .layout
-                .read_into(Part::Sources, qu, 8 * c0, 8 * c, &mut ch.srcs)?;
+                .read_into(Part::Sources, qu, x, y - x, &mut bufs.raw)?;
             ch.mir.resize(c as usize, 0);
             st.mirrors
                 .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut ch.mir)?;
-            n.source_bytes_read += c * 16;
+            n.source_bytes_read += (y - x) + c * 8;
             n.io_seconds += tio.elapsed().as_secs_f64();
+            SourceDecoder::at_block(c0)
+                .decode_exact(
+                    &bufs.raw[skew..skew + (y - x) as usize],
+                    c as usize,
+                    &mut ch.srcs,
+                )
+                .map_err(|e| {
+                    self.corrupt(
+                        qu,
+                        "sources",
+                        format!(
+                            "entries {c0}..{} do not decode (byte {})",
+                            c0 + c,
+                            x + e.offset as u64
+                        ),
+                    )
+                })?;
             // Active sources: (source index in chunk, first edge, edge count).
             act.clear();
             let mut off = e_off;

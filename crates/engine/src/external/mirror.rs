@@ -8,6 +8,7 @@ use super::scratch::{MirrorRun, PAGE_ENTRIES};
 use super::{mirror_record, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
+use outcore_store::pagesums::SUM_GROUP;
 use outcore_store::vpart::Part;
 use std::time::Instant;
 
@@ -83,7 +84,9 @@ impl ExternalEngine<'_> {
                 .all(|q| self.layout.segment(q, p + 1) - self.layout.segment(q, p) < 1 << 32);
         let mut built: Vec<u32> = Vec::new();
         let mut skipped = 0u64;
-        let words = self.layout.mask_words() as u64;
+        let mb = self.layout.mask_bytes() as u64;
+        // A mask chunk's bytes, widened to whole checksum groups.
+        let mut mask_buf: Vec<u8> = Vec::with_capacity((mb * MASK_CHUNK + 2 * SUM_GROUP) as usize);
         let mut m0 = 0u64;
         while m0 < nd {
             if m0.is_multiple_of(st.skip) {
@@ -107,10 +110,11 @@ impl ExternalEngine<'_> {
                 }
             }
             let c = (nd - m0).min(MASK_CHUNK);
-            let masks: Vec<u64> =
+            let skew =
                 self.layout
-                    .read(Part::Mirrors, p as usize, 8 * words * m0, words * c)?;
-            for (j, mask) in masks.chunks_exact(words as usize).enumerate() {
+                    .read_into(Part::Mirrors, p as usize, mb * m0, mb * c, &mut mask_buf)?;
+            let masks = &mask_buf[skew..skew + (mb * c) as usize];
+            for (j, mask) in masks.chunks_exact(mb as usize).enumerate() {
                 let i = (m0 as usize) + j;
                 if mask.iter().all(|&w| w == 0) {
                     continue;
@@ -198,7 +202,28 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     /// Partition q's entry at position `at` (the next one after the run's):
     /// `r`, to be written when `needed`, its value read (`known`) or else
     /// unknown.
+    #[inline]
     fn push(
+        &mut self,
+        q: usize,
+        run: &mut MirrorRun,
+        at: u64,
+        r: MirrorRec,
+        needed: bool,
+        known: bool,
+    ) -> Result<()> {
+        // The common case: a needed entry continuing a run with room after it.
+        if needed && !run.buf.is_empty() && run.buf.len() + 1 < self.cap {
+            debug_assert_eq!(run.start + run.buf.len() as u64, at);
+            run.buf.push(r);
+            run.changed = run.buf.len();
+            return Ok(());
+        }
+        self.push_any(q, run, at, r, needed, known)
+    }
+
+    /// [`Writer::push`], every case.
+    fn push_any(
         &mut self,
         q: usize,
         run: &mut MirrorRun,
@@ -281,10 +306,13 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     }
 }
 
-/// The partitions set in a mirror mask of u64 words, ascending.
-fn mask_bits(mask: &[u64]) -> impl Iterator<Item = usize> + '_ {
-    mask.iter().enumerate().flat_map(|(w, &word)| {
-        let mut bits = word;
+/// The partitions set in a mirror mask of bytes (bit p % 8 of byte p / 8),
+/// ascending.
+fn mask_bits(mask: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    mask.chunks(8).enumerate().flat_map(|(w, word)| {
+        let mut le = [0u8; 8];
+        le[..word.len()].copy_from_slice(word);
+        let mut bits = u64::from_le_bytes(le);
         std::iter::from_fn(move || {
             (bits != 0).then(|| {
                 let q = bits.trailing_zeros() as usize;
@@ -449,9 +477,13 @@ pub(super) fn add_mirror(stats: &mut ExternalStats, d: &MirrorDone) {
 mod tests {
     #[test]
     fn mask_bits_names_every_partition_in_every_word() {
-        let mask = [1u64 << 63 | 1, 0, 1 << 5 | 1 << 6, 1 << 61];
-        let got: Vec<usize> = super::mask_bits(&mask).collect();
+        let words = [1u64 << 63 | 1, 0, 1 << 5 | 1 << 6, 1 << 61];
+        let mask: &[u8] = bytemuck::cast_slice(&words);
+        let got: Vec<usize> = super::mask_bits(&mask[..32]).collect();
         assert_eq!(got, vec![0, 63, 133, 134, 253]);
+        // A mask of 3 bytes (up to 24 partitions).
+        let got: Vec<usize> = super::mask_bits(&[0b1000_0001, 0, 0b0100_0000]).collect();
+        assert_eq!(got, vec![0, 7, 22]);
         assert_eq!(super::mask_bits(&[0, 0]).count(), 0);
     }
 

@@ -33,7 +33,11 @@
 //!    combining them in source order, which gives bit-identical sums on every
 //!    thread count, spent a third of the run writing and re-reading 16-byte
 //!    updates);
-//! 3. `apply` every destination, write the values back — unless no message
+//! 3. `apply` every destination (their values read beside step 2, on a thread
+//!    of their own, for programs whose `apply` may change a destination no
+//!    message reached: pagerank, spmv; no epochs for programs whose every
+//!    source sends each iteration, whose mirror entries are all rewritten),
+//!    write the values back — unless no message
 //!    reached the partition and the program says `apply` then changes nothing
 //!    ([`EdgeProgram::idle_without_messages`]: bfs, sssp, wcc-lp), when its
 //!    destinations are neither read nor written and it has no mirror update;
@@ -75,9 +79,9 @@
 //! pending run never grows past), a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs — 9 for narrow messages — per destination), and chunk buffers from what is left,
-//! between 2 x [`min_slot`] (520 KiB unweighted, 528 KiB weighted) and 64 MiB, shared by the three
+//! between 2 x [`min_slot`] (600 KiB unweighted, 608 KiB weighted) and 64 MiB, shared by the three
 //! windows of edges (two when fewer fit), with their chunks of source entries
-//! (64 bytes per entry — its record, mirror entry and work lists), alive in the
+//! (74 bytes per entry — its record as read and decoded, mirror entry and work lists), alive in the
 //! edge pass's pipeline (`edges.rs`). A layout whose largest
 //! partition does not fit is refused with [`EngineError::Budget`]; the caller
 //! repartitions. The threads' accumulators and the edge pass's windows and
@@ -98,7 +102,7 @@ use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
 use mirror::{add_mirror, mirror_need, MirrorDone, MirrorJob};
 use outcore_io::{IoSnapshot, ReadMode, ScratchFile};
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
-use outcore_store::vpart::{Part, VpartLayout};
+use outcore_store::vpart::{Part, SourceDecoder, VpartLayout};
 use outcore_store::Store;
 use plan::{device_costs, MBLOCK};
 pub use plan::{min_memory, min_slot, mirror_buffer, plan, Plan, FIXED_BYTES};
@@ -272,10 +276,12 @@ pub struct ExternalEngine<'s> {
 /// pages fault in on first use): the threads' accumulators, alive through
 /// every partition anyway, and the edge pass's windows and chunks. The
 /// destinations' arrays and the mirror jobs are allocated per partition, as
-/// they were: kept, they would be resident through the edge pass too and take
+/// they were: kept, they would be resident through every edge pass and take
 /// the page cache's room under a hard limit (Kronecker 24 pagerank at a
 /// quarter of its vertex data under `--memory` + 32 MiB: the reads' time
-/// doubled, 17 -> 40 s).
+/// doubled, 17 -> 40 s). (A program that applies every destination fills its
+/// arrays during its own partition's pass: measured at an eighth, 44.0 and
+/// 44.8 s against 44.4 and 46.7 s filling them after.)
 #[derive(Default)]
 struct PartBufs {
     accs: Vec<Vec<u64>>,
@@ -388,33 +394,11 @@ impl<'s> ExternalEngine<'s> {
         // (one pass over the tables), and per mirror slot which blocks may hold
         // an entry that reads as active (narrow programs skip the others).
         let mut block_off: Vec<Vec<u64>> = Vec::with_capacity(k as usize);
+        let mut src_off: Vec<Vec<u64>> = Vec::with_capacity(k as usize);
         for q in 0..k as usize {
-            let nm = rec.mirrors[q];
-            let mut offs = Vec::with_capacity(nm.div_ceil(MBLOCK) as usize + 1);
-            let (mut c0, mut e) = (0u64, 0u64);
-            while c0 < nm {
-                let c = (nm - c0).min(plan.chunk_entries);
-                let srcs: Vec<[u32; 2]> = self.layout.read(Part::Sources, q, 8 * c0, c)?;
-                for (i, s) in srcs.iter().enumerate() {
-                    if (i as u64).is_multiple_of(MBLOCK) {
-                        offs.push(e);
-                    }
-                    e += s[1] as u64;
-                }
-                c0 += c;
-            }
-            offs.push(e);
-            if e != rec.edges[q] {
-                return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
-                    file: self
-                        .store
-                        .dir()
-                        .join(outcore_store::vpart::file_name(q as u32, "sources")),
-                    reason: format!("counts {e} edges, the layout {}", rec.edges[q]),
-                }));
-            }
-            self.stats.source_bytes_read += nm * 8;
+            let (offs, boffs) = self.source_blocks(q, plan.chunk_entries * 8)?;
             block_off.push(offs);
+            src_off.push(boffs);
         }
         let touched: Vec<[AtomicBitmap; 2]> = (0..k as usize)
             .map(|q| {
@@ -437,6 +421,7 @@ impl<'s> ExternalEngine<'s> {
             mirror_base: &mirror_base,
             runs: &runs,
             block_off: &block_off,
+            src_off: &src_off,
             touched: &touched,
             skip_pos: &skip_pos,
             skip: plan::skip_chunk(rec.dests.iter().sum(), k as u64),
@@ -581,6 +566,86 @@ impl<'s> ExternalEngine<'s> {
         Ok(out)
     }
 
+    /// One pass over partition q's source table (`piece` bytes read at a
+    /// time): the edge offset and the byte offset of every block of
+    /// [`MBLOCK`] entries, each list ending with the table's total.
+    fn source_blocks(&mut self, q: usize, piece: u64) -> Result<(Vec<u64>, Vec<u64>)> {
+        let nm = self.layout.record.mirrors[q];
+        let total = self.layout.payload_bytes(Part::Sources, q);
+        let blocks = nm.div_ceil(MBLOCK) as usize + 1;
+        let (mut offs, mut boffs) = (Vec::with_capacity(blocks), Vec::with_capacity(blocks));
+        let mut dec = SourceDecoder::at_block(0);
+        let (mut pos, mut e) = (0u64, 0u64);
+        let mut buf: Vec<u8> = Vec::new();
+        while dec.entry() < nm {
+            let len = (total - pos).min(piece);
+            let skew = self
+                .layout
+                .read_into(Part::Sources, q, pos, len, &mut buf)?;
+            let b = &buf[skew..skew + len as usize];
+            let mut at = 0usize;
+            while dec.entry() < nm {
+                let i = dec.entry();
+                let Some((s, l)) = dec.next(b, at).map_err(|x| {
+                    self.corrupt(
+                        q,
+                        "sources",
+                        format!("a malformed entry at byte {}", pos + x.offset as u64),
+                    )
+                })?
+                else {
+                    break;
+                };
+                if i.is_multiple_of(MBLOCK) {
+                    offs.push(e);
+                    boffs.push(pos + at as u64);
+                }
+                e += s[1] as u64;
+                at += l;
+            }
+            if at == 0 {
+                return Err(self.corrupt(
+                    q,
+                    "sources",
+                    format!("ends inside entry {} of {nm}", dec.entry()),
+                ));
+            }
+            pos += at as u64;
+        }
+        if pos != total {
+            return Err(self.corrupt(
+                q,
+                "sources",
+                format!("holds {} bytes after its {nm} entries", total - pos),
+            ));
+        }
+        offs.push(e);
+        boffs.push(pos);
+        if e != self.layout.record.edges[q] {
+            return Err(self.corrupt(
+                q,
+                "sources",
+                format!(
+                    "counts {e} edges, the layout {}",
+                    self.layout.record.edges[q]
+                ),
+            ));
+        }
+        self.stats.source_bytes_read += total;
+        Ok((offs, boffs))
+    }
+
+    /// A damaged partition file (`part` of partition q).
+    fn corrupt(&self, q: usize, part: &str, reason: String) -> EngineError {
+        EngineError::Store(outcore_store::StoreError::Corrupt {
+            file: self
+                .store
+                .dir()
+                .join(outcore_store::vpart::file_name(q as u32, part)),
+            reason,
+        })
+    }
+
     /// Fills `out` (dense order) with every destination's output. A partition's
     /// destinations ascend but are spread over the whole id range, so `out` is
     /// filled one window of ids at a time, every partition contributing its
@@ -672,18 +737,54 @@ impl<'s> ExternalEngine<'s> {
         });
         let narrow = prog.narrow_messages();
         let all = prog.all_active();
-        let (active_sources, part_edges) = self.stream_edges(
-            edges::Pass {
-                prog,
-                st,
-                plan,
-                q,
-                it,
-            },
-            accs,
-            &mut bufs.edges,
-            stats,
-        )?;
+        let vsize = std::mem::size_of::<P::V>() as u64;
+        let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
+        // Epochs tell which sources send and which mirror entries changed; a
+        // program whose every source sends each iteration needs neither (every
+        // entry is rewritten), so its epochs are neither read nor written.
+        let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
+        let mut degs: Vec<u32> = vec![0; nd as usize];
+        // A program that applies every destination (its `apply` may change one
+        // no message reached) reads them all: beside the edge pass, on a thread
+        // of its own (the arrays are the partition's, paid for by the plan
+        // whether they fill now or after). Others read only what messages
+        // reached, known after the pass.
+        let early = !prog.idle_without_messages();
+        let pass = edges::Pass {
+            prog,
+            st,
+            plan,
+            q,
+            it,
+        };
+        let (streamed, loaded) = std::thread::scope(|sc| {
+            let loader = early.then(|| {
+                let (vals, eps, degs) = (&mut vals, &mut eps, &mut degs);
+                sc.spawn(move || {
+                    let t = Instant::now();
+                    let r = self.load_dests(
+                        prog,
+                        st,
+                        q,
+                        nd,
+                        0,
+                        vals,
+                        (!all).then_some(&mut eps[..]),
+                        Some(degs),
+                    );
+                    r.map(|b| (b, t.elapsed().as_secs_f64()))
+                })
+            });
+            let streamed = self.stream_edges(pass, accs, &mut bufs.edges, stats);
+            let loaded = loader.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (streamed, loaded)
+        });
+        let (active_sources, part_edges) = streamed?;
+        if let Some(l) = loaded {
+            let (bytes, secs) = l?;
+            stats.dest_bytes_read += bytes;
+            stats.io_seconds += secs;
+        }
         if part_edges == 0 && prog.idle_without_messages() {
             // Nothing arrived: no destination changes, nothing to write.
             stats.partitions_idle += 1;
@@ -725,9 +826,8 @@ impl<'s> ExternalEngine<'s> {
         };
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
-        let vsize = std::mem::size_of::<P::V>() as u64;
-        // The destinations read, applied and written back: all, or the runs of
-        // blocks a message reached.
+        // The destinations read (unless read beside the pass), applied and
+        // written back: all, or the runs of blocks a message reached.
         let runs = match &hit {
             None => std::iter::once(0..nd as usize).collect::<Vec<_>>(),
             Some(hit) => {
@@ -735,10 +835,7 @@ impl<'s> ExternalEngine<'s> {
                 block_runs(hit, nd as usize)
             }
         };
-        let mut vals: Vec<P::V> = vec![bytemuck::Zeroable::zeroed(); nd as usize];
-        let mut eps: Vec<Epochs> = vec![[0; 2]; nd as usize];
-        let mut degs: Vec<u32> = vec![0; nd as usize];
-        for r in &runs {
+        for r in runs.iter().filter(|_| !early) {
             stats.dest_bytes_read += self.load_dests(
                 prog,
                 st,
@@ -746,7 +843,7 @@ impl<'s> ExternalEngine<'s> {
                 nd,
                 r.start as u64,
                 &mut vals[r.clone()],
-                Some(&mut eps[r.clone()]),
+                (!all).then(|| &mut eps[r.clone()]),
                 Some(&mut degs[r.clone()]),
             )?;
         }
@@ -790,7 +887,8 @@ impl<'s> ExternalEngine<'s> {
                             e[i][1] = it as u32;
                         }
                         MirrorJob::put(narrow, r, i, after);
-                        nb[i / 64] |= (mirror_need(narrow, &e[i], it) as u64) << (i % 64);
+                        let need = all || mirror_need(narrow, &e[i], it);
+                        nb[i / 64] |= (need as u64) << (i % 64);
                     }
                     (n_act, ag)
                 })
@@ -804,8 +902,14 @@ impl<'s> ExternalEngine<'s> {
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
         for r in &runs {
-            st.write_dest_range(q, nd, r.start as u64, &vals[r.clone()], &eps[r.clone()])?;
-            stats.dest_bytes_written += r.len() as u64 * (vsize + 8);
+            st.write_dest_range(
+                q,
+                nd,
+                r.start as u64,
+                &vals[r.clone()],
+                (!all).then(|| &eps[r.clone()]),
+            )?;
+            stats.dest_bytes_written += r.len() as u64 * (vsize + if all { 0 } else { 8 });
         }
         stats.io_seconds += tio.elapsed().as_secs_f64();
         let job = MirrorJob::built(narrow, q, it, recs, needed, hit);

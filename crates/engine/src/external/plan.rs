@@ -14,9 +14,10 @@ use outcore_io::DeviceProfile;
 pub(super) fn mirror_gap(buf_bytes: u64) -> usize {
     (buf_bytes / 32).clamp(512, 8192) as usize
 }
-/// Memory per source-table entry of a chunk: its record (8), mirror entry (8), and
-/// at most one active-source and one window-part entry (24 each).
-pub(super) const CHUNK_ENTRY_BYTES: u64 = 64;
+/// Memory per source-table entry of a chunk: its record as read (at most
+/// [`outcore_store::vpart::MAX_SOURCE_BYTES`]) and decoded (8), its mirror
+/// entry (8), and at most one active-source and one window-part entry (24 each).
+pub(super) const CHUNK_ENTRY_BYTES: u64 = outcore_store::vpart::MAX_SOURCE_BYTES + 64;
 /// Windows of edges (with their chunks of source entries) alive at a time in a
 /// partition's edge pass: applied, waiting, being read (`edges.rs`); two (no
 /// window waiting) when the chunk memory holds no more.
@@ -27,8 +28,9 @@ pub(super) const IN_FLIGHT: u64 = 3;
 pub fn min_slot(edge_bytes: u64) -> u64 {
     MBLOCK * CHUNK_ENTRY_BYTES + 1024 * edge_bytes
 }
-/// Source-table entries per block: the unit of skipping (chunks are whole blocks).
-pub(super) const MBLOCK: u64 = 4096;
+/// Source-table entries per block: the unit of skipping (chunks are whole
+/// blocks), the layout's block of compact source entries.
+pub(super) const MBLOCK: u64 = outcore_store::vpart::SOURCE_BLOCK;
 /// Destinations whose mirror masks are read at a time.
 pub(super) const MASK_CHUNK: u64 = 1 << 13;
 
@@ -97,7 +99,7 @@ pub fn plan(
     // Per partition: its mirror buffer, which never grows.
     let fixed = FIXED_BYTES
         + k * mirror_buf
-        + MASK_CHUNK * 8 * outcore_store::vpart::mask_words(record.partitions) as u64
+        + MASK_CHUNK * outcore_store::vpart::mask_bytes(record.partitions) as u64
         + skip_table_bytes(k);
     // Per destination: the program's bytes, one more accumulator per extra
     // thread, and two mirror jobs.

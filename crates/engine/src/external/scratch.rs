@@ -27,6 +27,9 @@ pub(super) struct Scratch<'a> {
     pub(super) runs: &'a [std::sync::Mutex<MirrorRun>],
     /// Edge offset of each block of each source table (and the table's edges).
     pub(super) block_off: &'a [Vec<u64>],
+    /// Byte offset of each block of each source table's entries (and the
+    /// table's bytes): where a chunk of whole blocks is read from.
+    pub(super) src_off: &'a [Vec<u64>],
     /// Blocks of each partition's slot 0 and 1 that received, since the slot was
     /// last cleared, an entry of a narrow program that reads as active next.
     pub(super) touched: &'a [[AtomicBitmap; 2]],
@@ -70,19 +73,23 @@ impl Scratch<'_> {
             .read_pod(self.dest_base[q as usize] + eps_offset(n, vs) + i0 * 8, eps)?;
         Ok(())
     }
-    /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`).
+    /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`), and
+    /// their epochs when given (programs whose every source sends each
+    /// iteration keep none: see [`super::ExternalEngine::partition`]).
     pub(super) fn write_dest_range<V: bytemuck::Pod>(
         &self,
         q: u32,
         n: u64,
         i0: u64,
         vals: &[V],
-        eps: &[Epochs],
+        eps: Option<&[Epochs]>,
     ) -> Result<()> {
         let b = self.dest_base[q as usize];
         let vs = std::mem::size_of::<V>() as u64;
         self.dests.write_pod(b + i0 * vs, vals)?;
-        self.dests.write_pod(b + eps_offset(n, vs) + i0 * 8, eps)?;
+        if let Some(eps) = eps {
+            self.dests.write_pod(b + eps_offset(n, vs) + i0 * 8, eps)?;
+        }
         // Writes cover whole blocks (the partition's last one may be short).
         debug_assert!((i0 as usize).is_multiple_of(BLOCK));
         debug_assert!(
