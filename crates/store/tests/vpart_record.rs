@@ -5,18 +5,14 @@
 use outcore_store::ingest::Quiet;
 use outcore_store::vpart::{self, VpartOptions};
 use outcore_store::{ingest, IngestOptions, Manifest, Store};
+use std::path::{Path, PathBuf};
 
-#[test]
-fn target_bits_are_the_largest_partitions_and_a_bad_value_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("g.txt");
-    // 40 vertices on a ring plus chords.
-    let mut text = String::new();
-    for u in 0..40u32 {
-        text += &format!("{u} {}\n{u} {}\n", (u + 1) % 40, (u * 7 + 3) % 40);
-    }
+/// The graph of edge-list `text` ingested under `dir` and cut into 3
+/// partitions: the store's path and the layout's record.
+fn partitioned(dir: &Path, text: &str) -> (PathBuf, vpart::VpartRecord) {
+    let input = dir.join("g.txt");
     std::fs::write(&input, text).unwrap();
-    let out = dir.path().join("g.store");
+    let out = dir.join("g.store");
     ingest(&[input], &out, &IngestOptions::default(), &Quiet).unwrap();
     let store = Store::open(&out).unwrap();
     let opts = VpartOptions {
@@ -25,6 +21,18 @@ fn target_bits_are_the_largest_partitions_and_a_bad_value_is_refused() {
         memory: 64 << 20,
     };
     let rec = vpart::build(&store, &opts, &|_, _, _| {}).unwrap();
+    (out, rec)
+}
+
+#[test]
+fn target_bits_are_the_largest_partitions_and_a_bad_value_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 vertices on a ring plus chords.
+    let mut text = String::new();
+    for u in 0..40u32 {
+        text += &format!("{u} {}\n{u} {}\n", (u + 1) % 40, (u * 7 + 3) % 40);
+    }
+    let (out, rec) = partitioned(dir.path(), &text);
     let largest = rec.max_dests();
     assert!(largest >= 14, "{:?}", rec.dests);
     // Local indices 0..largest need exactly these bits.
@@ -47,7 +55,6 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
     use outcore_io::ReadMode;
     use outcore_store::vpart::{Part, SourceDecoder, VpartLayout};
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("g.txt");
     // 30000 vertices (tables of several 4096-entry blocks): a hub, chords of
     // every length (ids far apart: varints of several bytes) and parallel
     // edges (counts above one).
@@ -62,16 +69,7 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
             }
         }
     }
-    std::fs::write(&input, text).unwrap();
-    let out = dir.path().join("g.store");
-    ingest(&[input], &out, &IngestOptions::default(), &Quiet).unwrap();
-    let store = Store::open(&out).unwrap();
-    let opts = VpartOptions {
-        vertex_memory: 1 << 20,
-        partitions: Some(3),
-        memory: 64 << 20,
-    };
-    let rec = vpart::build(&store, &opts, &|_, _, _| {}).unwrap();
+    let (out, rec) = partitioned(dir.path(), &text);
     assert_eq!(rec.version, vpart::VPART_VERSION);
     let store = Store::open(&out).unwrap();
     let layout = VpartLayout::open(&store, ReadMode::Buffered)
