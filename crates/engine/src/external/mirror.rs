@@ -87,6 +87,8 @@ impl ExternalEngine<'_> {
         let mb = self.layout.mask_bytes() as u64;
         // A mask chunk's bytes, widened to whole checksum groups.
         let mut mask_buf: Vec<u8> = Vec::with_capacity((mb * MASK_CHUNK + 2 * SUM_GROUP) as usize);
+        // Per partition, the block of its table whose touched bit was set last.
+        let mut last_touch = vec![u64::MAX; k];
         let mut m0 = 0u64;
         while m0 < nd {
             if m0.is_multiple_of(st.skip) {
@@ -116,19 +118,23 @@ impl ExternalEngine<'_> {
             let masks = &mask_buf[skew..skew + (mb * c) as usize];
             for (j, mask) in masks.chunks_exact(mb as usize).enumerate() {
                 let i = (m0 as usize) + j;
-                if mask.iter().all(|&w| w == 0) {
+                let mut bits = MaskBits::new(mask);
+                let Some(first) = bits.next() else {
                     continue;
-                }
+                };
                 let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
                 let r = job.entry(i, needed);
                 let known = job.known.as_ref().is_none_or(|k| k[i / super::BLOCK]);
-                for q in mask_bits(mask) {
+                // Reads as active in it + 1: its blocks are not skipped.
+                let touch = job.narrow && r >> 32 == it + 1;
+                for q in std::iter::once(first).chain(bits) {
                     let at = pos[q];
                     pos[q] += 1;
-                    if job.narrow && r >> 32 == it + 1 {
-                        // Reads as active in it + 1: its block is not skipped.
+                    if touch && at / MBLOCK != last_touch[q] {
+                        // Once per block: positions only grow.
+                        last_touch[q] = at / MBLOCK;
                         for &s in slots {
-                            st.touched[q][s as usize].set((at / MBLOCK) as u32);
+                            st.touched[q][s as usize].set(last_touch[q] as u32);
                         }
                     }
                     w.push(q, &mut runs[q], at, r, needed, known)?;
@@ -307,20 +313,54 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
 }
 
 /// The partitions set in a mirror mask of bytes (bit p % 8 of byte p / 8),
-/// ascending.
-fn mask_bits(mask: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    mask.chunks(8).enumerate().flat_map(|(w, word)| {
-        let mut le = [0u8; 8];
-        le[..word.len()].copy_from_slice(word);
-        let mut bits = u64::from_le_bytes(le);
-        std::iter::from_fn(move || {
-            (bits != 0).then(|| {
-                let q = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                w * 64 + q
-            })
-        })
-    })
+/// ascending, taken 8 bytes at a time.
+struct MaskBits<'a> {
+    word: u64,
+    base: usize,
+    rest: &'a [u8],
+}
+
+impl<'a> MaskBits<'a> {
+    #[inline]
+    fn new(mask: &'a [u8]) -> MaskBits<'a> {
+        let mut m = MaskBits {
+            word: 0,
+            base: 0,
+            rest: mask,
+        };
+        m.load();
+        m
+    }
+    /// The next up to 8 bytes into `word`.
+    #[inline]
+    fn load(&mut self) {
+        let n = self.rest.len().min(8);
+        // Byte by byte: a copy of a few bytes would be a call to memcpy and a
+        // stalled load of what it stored.
+        let mut w = 0u64;
+        for (s, &b) in self.rest[..n].iter().enumerate() {
+            w |= (b as u64) << (8 * s);
+        }
+        self.word = w;
+        self.rest = &self.rest[n..];
+    }
+}
+
+impl Iterator for MaskBits<'_> {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.word == 0 {
+            if self.rest.is_empty() {
+                return None;
+            }
+            self.base += 64;
+            self.load();
+        }
+        let q = self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some(self.base + q)
+    }
 }
 
 /// Whether any bit of `needed` in `a..b` is set.
@@ -479,12 +519,12 @@ mod tests {
     fn mask_bits_names_every_partition_in_every_word() {
         let words = [1u64 << 63 | 1, 0, 1 << 5 | 1 << 6, 1 << 61];
         let mask: &[u8] = bytemuck::cast_slice(&words);
-        let got: Vec<usize> = super::mask_bits(&mask[..32]).collect();
+        let got: Vec<usize> = super::MaskBits::new(&mask[..32]).collect();
         assert_eq!(got, vec![0, 63, 133, 134, 253]);
         // A mask of 3 bytes (up to 24 partitions).
-        let got: Vec<usize> = super::mask_bits(&[0b1000_0001, 0, 0b0100_0000]).collect();
+        let got: Vec<usize> = super::MaskBits::new(&[0b1000_0001, 0, 0b0100_0000]).collect();
         assert_eq!(got, vec![0, 7, 22]);
-        assert_eq!(super::mask_bits(&[0, 0]).count(), 0);
+        assert_eq!(super::MaskBits::new(&[0, 0]).count(), 0);
     }
 
     use super::super::plan::mirror_gap;
