@@ -152,11 +152,12 @@ fn check(store: &Store, ks: &[u32]) {
         // The smallest budget the largest partition fits, and a roomy one.
         let eb = if store.weighted() { 8 } else { 4 };
         let tight = outcore_engine::external::min_memory(&rec, 44, false, eb, 2);
-        // The tight run assembles its result 97 vertices at a time.
-        for (threads, memory, reads, result_window) in [
-            (1, 1 << 30, EdgeReads::Auto, 0),
-            (2, tight, EdgeReads::Whole, 97),
-            (2, 1 << 30, EdgeReads::Selective, 0),
+        // The tight run assembles its result 97 vertices at a time and keeps
+        // narrow programs' mirror entries in slots, the others in lists.
+        for (threads, memory, reads, result_window, lists) in [
+            (1, 1 << 30, EdgeReads::Auto, 0, true),
+            (2, tight, EdgeReads::Whole, 97, false),
+            (2, 1 << 30, EdgeReads::Selective, 0, true),
         ] {
             for (algo, p, w) in &want {
                 let cfg = ExternalConfig {
@@ -164,12 +165,13 @@ fn check(store: &Store, ks: &[u32]) {
                     threads,
                     edge_reads: reads,
                     result_window,
+                    narrow_lists: lists,
                     ..Default::default()
                 };
                 let mut e = ExternalEngine::new(&store, cfg).unwrap();
                 let r = run_program(&mut e, &store, *algo, p).unwrap();
                 let what = format!(
-                    "{} root {} K={k} threads {threads} memory {memory} {reads:?}",
+                    "{} root {} K={k} threads {threads} memory {memory} {reads:?} lists {lists}",
                     algo.name(),
                     p.root
                 );

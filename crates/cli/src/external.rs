@@ -533,6 +533,7 @@ pub fn run(
             EdgeReadsArg::Selective => EdgeReads::Selective,
         },
         result_window: 0,
+        narrow_lists: true,
     };
     let mut engine = ExternalEngine::new(&store, cfg)?;
     let bar = ProgressBar::new(0);

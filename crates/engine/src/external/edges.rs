@@ -21,7 +21,7 @@
 //! `edge_wait_seconds` the time it waited for a window (the part of the reads
 //! not overlapped).
 
-use super::plan::{Plan, MBLOCK};
+use super::plan::{Plan, LIST_PIECE, MBLOCK};
 use super::{mirror_active, EdgeReads, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
@@ -85,6 +85,17 @@ pub(super) struct EdgeBufs {
     /// The reader's bytes of a chunk's source entries as read (widened to
     /// whole checksum groups), decoded into the chunk.
     raw: Vec<u8>,
+    /// A piece of the mirror list being read (narrow programs' lists).
+    list: Vec<u64>,
+}
+
+/// The reader's place in partition q's mirror list of the previous
+/// iteration ([`super::Scratch::lists`]): entries `next..len` are still to
+/// come, `buf[at..]` the ones read of them.
+struct ListCursor {
+    next: u64,
+    len: u64,
+    at: usize,
 }
 
 impl EdgeBufs {
@@ -295,6 +306,13 @@ impl ExternalEngine<'_> {
         let ce = plan.chunk_entries as usize;
         let mut act = std::mem::take(&mut bufs.act);
         act.reserve_exact(ce);
+        let mut list = std::mem::take(&mut bufs.list);
+        list.clear();
+        let mut cur = ListCursor {
+            next: 0,
+            len: st.list_len[qu][slot_prev as usize].load(std::sync::atomic::Ordering::Relaxed),
+            at: 0,
+        };
         while c0 < nm {
             let mut c = (nm - c0).min(plan.chunk_entries);
             if skippable {
@@ -341,9 +359,42 @@ impl ExternalEngine<'_> {
                 .layout
                 .read_into(Part::Sources, qu, x, y - x, &mut bufs.raw)?;
             ch.mir.resize(c as usize, 0);
-            st.mirrors
-                .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut ch.mir)?;
-            n.source_bytes_read += (y - x) + c * 8;
+            n.source_bytes_read += y - x;
+            if st.lists {
+                // The list's entries in this chunk, at their places; the others
+                // read as not activated.
+                ch.mir.fill(0);
+                loop {
+                    if cur.at == list.len() {
+                        if cur.next == cur.len {
+                            break;
+                        }
+                        let m = (cur.len - cur.next).min(LIST_PIECE);
+                        list.resize(m as usize, 0);
+                        st.mirrors
+                            .read_pod(st.mirror_offset(qu, nm, slot_prev, cur.next), &mut list)?;
+                        n.source_bytes_read += m * 8;
+                        cur.next += m;
+                        cur.at = 0;
+                    }
+                    let e = list[cur.at];
+                    let pos = e & 0xffff_ffff;
+                    if pos >= c0 + c {
+                        break;
+                    }
+                    cur.at += 1;
+                    // An entry of a block not read (none: its block is touched)
+                    // is passed over.
+                    if pos >= c0 {
+                        ch.mir[(pos - c0) as usize] =
+                            super::mirror_record(true, e >> 32, (it - 1) as u32);
+                    }
+                }
+            } else {
+                st.mirrors
+                    .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut ch.mir)?;
+                n.source_bytes_read += c * 8;
+            }
             n.io_seconds += tio.elapsed().as_secs_f64();
             SourceDecoder::at_block(c0)
                 .decode_exact(
@@ -455,6 +506,7 @@ impl ExternalEngine<'_> {
                     if tx.send(Ok(w)).is_err() {
                         // The applying side stopped (a bad edge): nothing more.
                         bufs.act = act;
+                        bufs.list = list;
                         return Ok(());
                     }
                     wa = wb;
@@ -462,6 +514,7 @@ impl ExternalEngine<'_> {
             }
         }
         bufs.act = act;
+        bufs.list = list;
         Ok(())
     }
 }

@@ -4,7 +4,7 @@
 //! written and why.
 
 use super::plan::{mirror_gap, MASK_CHUNK, MBLOCK};
-use super::scratch::{MirrorRun, PAGE_ENTRIES};
+use super::scratch::{list_record, MirrorRun, PAGE_ENTRIES};
 use super::{mirror_record, Epochs, ExternalEngine, ExternalStats, MirrorRec, Scratch};
 use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
@@ -47,14 +47,22 @@ impl ExternalEngine<'_> {
         let mut w = Writer {
             sink: |q: usize, start: u64, entries: &[MirrorRec]| -> Result<()> {
                 for &s in slots {
+                    // A list's entries are appended; a slot's go to their positions.
+                    let at = if st.lists {
+                        st.list_len[q][s as usize]
+                            .fetch_add(entries.len() as u64, std::sync::atomic::Ordering::Relaxed)
+                    } else {
+                        start
+                    };
                     st.mirrors
-                        .write_pod(st.mirror_offset(q, rec.mirrors[q], s, start), entries)?;
+                        .write_pod(st.mirror_offset(q, rec.mirrors[q], s, at), entries)?;
                     bytes += entries.len() as u64 * 8;
                     writes += 1;
                 }
                 Ok(())
             },
             narrow: job.narrow,
+            list: st.lists,
             cap: (buf_bytes / 8) as usize,
             gap: mirror_gap(buf_bytes),
         };
@@ -190,6 +198,10 @@ struct Writer<W> {
     /// Writes entries `start..start + entries.len()` of partition q's table.
     sink: W,
     narrow: bool,
+    /// A narrow program's entries go to lists ([`super::Scratch::lists`]): a
+    /// run is the list's pending tail, only needed entries, written (appended)
+    /// when the buffer is full and at the iteration's end.
+    list: bool,
     /// Entries a run's buffer holds (whole pages).
     cap: usize,
     /// Unchanged entries rewritten rather than ending a run.
@@ -218,6 +230,15 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
         needed: bool,
         known: bool,
     ) -> Result<()> {
+        if self.list {
+            if needed {
+                run.buf.push(list_record(at, r));
+                if run.buf.len() == self.cap {
+                    self.flush(q, run, self.cap)?;
+                }
+            }
+            return Ok(());
+        }
         // The common case: a needed entry continuing a run with room after it.
         if needed && !run.buf.is_empty() && run.buf.len() + 1 < self.cap {
             debug_assert_eq!(run.start + run.buf.len() as u64, at);
@@ -275,7 +296,7 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
 
     /// Partition q's position passes `d` entries not to be written (nor read).
     fn jump(&mut self, q: usize, run: &mut MirrorRun, d: u64) -> Result<()> {
-        if d == 0 || run.buf.is_empty() {
+        if d == 0 || run.buf.is_empty() || self.list {
             return Ok(());
         }
         if self.narrow && (run.buf.len() - run.changed) as u64 + d <= self.gap as u64 {
@@ -295,6 +316,11 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     /// Ends partition q's run after its last needed entry (a narrow run padded
     /// to its page's end).
     fn end(&mut self, q: usize, run: &mut MirrorRun) -> Result<()> {
+        if self.list {
+            // The list's tail (a whole buffer is written when it fills).
+            let n = run.buf.len();
+            return if n > 0 { self.flush(q, run, n) } else { Ok(()) };
+        }
         if run.changed == 0 {
             run.buf.clear();
             return Ok(());
@@ -593,6 +619,7 @@ mod tests {
                     Ok(())
                 },
                 narrow,
+                list: false,
                 cap,
                 gap: mirror_gap(cap as u64 * 8),
             };
@@ -632,6 +659,59 @@ mod tests {
                     _ if narrow => prop_assert!(got == old(x) || got == 0, "entry {} holds {}", x, got),
                     _ => prop_assert_eq!(got, old(x), "unchanged entry {}", x),
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// A list run appends exactly the needed entries, by ascending
+        /// position with their messages, in writes of whole buffers (whole
+        /// pages) but the last.
+        #[test]
+        fn list_runs_append_exactly_the_needed_entries(
+            pages in 1usize..4,
+            evs in proptest::collection::vec(ev(), 1..3000),
+        ) {
+            let cap = pages * PAGE_ENTRIES as usize;
+            let mut list: Vec<u64> = Vec::new();
+            let mut sizes: Vec<usize> = Vec::new();
+            let mut run = MirrorRun::new(cap as u64 * 8);
+            let mut w = Writer {
+                sink: |_q: usize, _start: u64, entries: &[u64]| -> crate::error::Result<()> {
+                    sizes.push(entries.len());
+                    list.extend_from_slice(entries);
+                    Ok(())
+                },
+                narrow: true,
+                list: true,
+                cap,
+                gap: mirror_gap(cap as u64 * 8),
+            };
+            let (mut at, mut want) = (0u64, Vec::new());
+            for e in &evs {
+                match *e {
+                    Ev::Jump(d) => {
+                        w.jump(0, &mut run, d).unwrap();
+                        at += d;
+                        continue;
+                    }
+                    Ev::Needed => {
+                        let msg = at * 7 % 1000;
+                        // A mirror record: the message under the epoch.
+                        w.push(0, &mut run, at, msg | 5 << 32, true, true).unwrap();
+                        want.push(super::list_record(at, msg));
+                    }
+                    Ev::Known => w.push(0, &mut run, at, 9, false, true).unwrap(),
+                    Ev::Unknown => w.push(0, &mut run, at, 7, false, false).unwrap(),
+                }
+                at += 1;
+                prop_assert_eq!(run.buf.capacity(), cap);
+            }
+            w.end(0, &mut run).unwrap();
+            prop_assert_eq!(&list, &want);
+            if let Some((last, full)) = sizes.split_last() {
+                prop_assert!(full.iter().all(|&n| n == cap), "{:?}", sizes);
+                prop_assert!(*last > 0 && *last <= cap);
             }
         }
     }

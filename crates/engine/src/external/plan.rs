@@ -31,6 +31,8 @@ pub fn min_slot(edge_bytes: u64) -> u64 {
 /// Source-table entries per block: the unit of skipping (chunks are whole
 /// blocks), the layout's block of compact source entries.
 pub(super) const MBLOCK: u64 = outcore_store::vpart::SOURCE_BLOCK;
+/// Entries of a narrow program's mirror list read at a time (8 bytes each).
+pub(super) const LIST_PIECE: u64 = MBLOCK;
 /// Destinations whose mirror masks are read at a time.
 pub(super) const MASK_CHUNK: u64 = 1 << 13;
 
@@ -96,11 +98,14 @@ pub fn plan(
 ) -> std::result::Result<Plan, String> {
     let k = record.partitions as u64;
     let mirror_buf = mirror_buffer(memory, record.partitions);
-    // Per partition: its mirror buffer, which never grows.
+    // Per partition: its mirror buffer, which never grows; a piece of a mirror
+    // list being read (counted for every program, so that a budget a wide
+    // program fits, a narrow one fits too).
     let fixed = FIXED_BYTES
         + k * mirror_buf
         + MASK_CHUNK * outcore_store::vpart::mask_bytes(record.partitions) as u64
-        + skip_table_bytes(k);
+        + skip_table_bytes(k)
+        + LIST_PIECE * 8;
     // Per destination: the program's bytes, one more accumulator per extra
     // thread, and two mirror jobs.
     let per_dest = bytes_per_vertex + 8 * (threads.max(1) as u64 - 1) + mirror_job_bytes(narrow);

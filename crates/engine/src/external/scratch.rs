@@ -43,6 +43,20 @@ pub(super) struct Scratch<'a> {
     /// once; the others hold their initial values, which are computed from the
     /// layout's ids (and out-degrees) when read rather than written up front.
     pub(super) written: &'a [AtomicBitmap],
+    /// A narrow program's mirror slots hold lists: in slot s of partition q,
+    /// the `list_len[q][s]` entries activated in the iteration that last wrote
+    /// it, each its position in q's table (low 32 bits) and message (high 32),
+    /// by ascending position ([`list_record`]).
+    pub(super) lists: bool,
+    pub(super) list_len: &'a [[std::sync::atomic::AtomicU64; 2]],
+}
+
+/// A list entry (see [`Scratch::lists`]): position `at` in its table and the
+/// message of mirror record `r` (its low 32 bits).
+#[inline]
+pub(super) fn list_record(at: u64, r: u64) -> u64 {
+    debug_assert!(at <= u32::MAX as u64);
+    at | r << 32
 }
 
 impl Scratch<'_> {
