@@ -124,6 +124,47 @@ impl ExternalEngine<'_> {
                 self.layout
                     .read_into(Part::Mirrors, p as usize, mb * m0, mb * c, &mut mask_buf)?;
             let masks = &mask_buf[skew..skew + (mb * c) as usize];
+            if st.lists && mb <= 8 {
+                // Lists, masks of one word: a destination not to be written
+                // only moves its partitions' positions on; one to be written
+                // (activated now) appends its message to their lists and marks
+                // its blocks touched.
+                let cap = w.cap;
+                for (j, mask) in masks.chunks_exact(mb as usize).enumerate() {
+                    let i = (m0 as usize) + j;
+                    let mut bits = 0u64;
+                    for (s, &b) in mask.iter().enumerate() {
+                        bits |= (b as u64) << (8 * s);
+                    }
+                    if job.needed[i / 64] >> (i % 64) & 1 == 0 {
+                        while bits != 0 {
+                            pos[bits.trailing_zeros() as usize] += 1;
+                            bits &= bits - 1;
+                        }
+                        continue;
+                    }
+                    let msg = job.recs[i] as u64;
+                    while bits != 0 {
+                        let q = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let at = pos[q];
+                        pos[q] += 1;
+                        if at / MBLOCK != last_touch[q] {
+                            last_touch[q] = at / MBLOCK;
+                            for &s in slots {
+                                st.touched[q][s as usize].set(last_touch[q] as u32);
+                            }
+                        }
+                        let run = &mut *runs[q];
+                        run.buf.push(list_record(at, msg));
+                        if run.buf.len() == cap {
+                            w.flush(q, run, cap)?;
+                        }
+                    }
+                }
+                m0 += c;
+                continue;
+            }
             for (j, mask) in masks.chunks_exact(mb as usize).enumerate() {
                 let i = (m0 as usize) + j;
                 let mut bits = MaskBits::new(mask);
