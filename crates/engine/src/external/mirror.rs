@@ -129,13 +129,9 @@ impl ExternalEngine<'_> {
                 // only moves its partitions' positions on; one to be written
                 // (activated now) appends its message to their lists and marks
                 // its blocks touched.
-                let cap = w.cap;
                 for (j, mask) in masks.chunks_exact(mb as usize).enumerate() {
                     let i = (m0 as usize) + j;
-                    let mut bits = 0u64;
-                    for (s, &b) in mask.iter().enumerate() {
-                        bits |= (b as u64) << (8 * s);
-                    }
+                    let mut bits = mask_word(mask);
                     if job.needed[i / 64] >> (i % 64) & 1 == 0 {
                         while bits != 0 {
                             pos[bits.trailing_zeros() as usize] += 1;
@@ -149,17 +145,8 @@ impl ExternalEngine<'_> {
                         bits &= bits - 1;
                         let at = pos[q];
                         pos[q] += 1;
-                        if at / MBLOCK != last_touch[q] {
-                            last_touch[q] = at / MBLOCK;
-                            for &s in slots {
-                                st.touched[q][s as usize].set(last_touch[q] as u32);
-                            }
-                        }
-                        let run = &mut *runs[q];
-                        run.buf.push(list_record(at, msg));
-                        if run.buf.len() == cap {
-                            w.flush(q, run, cap)?;
-                        }
+                        touch(st, slots, &mut last_touch[q], q, at);
+                        w.push(q, &mut runs[q], at, msg, true, true)?;
                     }
                 }
                 m0 += c;
@@ -175,16 +162,12 @@ impl ExternalEngine<'_> {
                 let r = job.entry(i, needed);
                 let known = job.known.as_ref().is_none_or(|k| k[i / super::BLOCK]);
                 // Reads as active in it + 1: its blocks are not skipped.
-                let touch = job.narrow && r >> 32 == it + 1;
+                let activated = job.narrow && r >> 32 == it + 1;
                 for q in std::iter::once(first).chain(bits) {
                     let at = pos[q];
                     pos[q] += 1;
-                    if touch && at / MBLOCK != last_touch[q] {
-                        // Once per block: positions only grow.
-                        last_touch[q] = at / MBLOCK;
-                        for &s in slots {
-                            st.touched[q][s as usize].set(last_touch[q] as u32);
-                        }
+                    if activated {
+                        touch(st, slots, &mut last_touch[q], q, at);
                     }
                     w.push(q, &mut runs[q], at, r, needed, known)?;
                 }
@@ -379,6 +362,31 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     }
 }
 
+/// Up to 8 bytes of a mask as a little-endian word, byte by byte: a copy of a
+/// few bytes would be a call to memcpy and a stalled load of what it stored.
+#[inline]
+fn mask_word(bytes: &[u8]) -> u64 {
+    debug_assert!(bytes.len() <= 8);
+    bytes
+        .iter()
+        .enumerate()
+        .fold(0, |w, (s, &b)| w | (b as u64) << (8 * s))
+}
+
+/// Marks the block of partition q's table holding position `at` touched in
+/// `slots` (an entry there reads as active next iteration, so the block is not
+/// skipped); `last` is q's block marked last, and positions only grow, so
+/// each block is marked once.
+#[inline]
+fn touch(st: &Scratch, slots: &[u64], last: &mut u64, q: usize, at: u64) {
+    if at / MBLOCK != *last {
+        *last = at / MBLOCK;
+        for &s in slots {
+            st.touched[q][s as usize].set(*last as u32);
+        }
+    }
+}
+
 /// The partitions set in a mirror mask of bytes (bit p % 8 of byte p / 8),
 /// ascending, taken 8 bytes at a time.
 struct MaskBits<'a> {
@@ -402,13 +410,7 @@ impl<'a> MaskBits<'a> {
     #[inline]
     fn load(&mut self) {
         let n = self.rest.len().min(8);
-        // Byte by byte: a copy of a few bytes would be a call to memcpy and a
-        // stalled load of what it stored.
-        let mut w = 0u64;
-        for (s, &b) in self.rest[..n].iter().enumerate() {
-            w |= (b as u64) << (8 * s);
-        }
-        self.word = w;
+        self.word = mask_word(&self.rest[..n]);
         self.rest = &self.rest[n..];
     }
 }
