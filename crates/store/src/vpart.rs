@@ -24,7 +24,12 @@
 //!
 //! # Files (docs/format.md, "vpart")
 //! * `vpart.index` (kind 11): for each partition q, K + 1 u64 segment starts
-//!   (`seg[q][p]` = first mirror of owner p in `S_q`; `seg[q][K]` = |S_q|).
+//!   (`seg[q][p]` = first mirror of owner p in `S_q`; `seg[q][K]` = |S_q|);
+//!   then for each partition q its source table's block index
+//!   ([`BlockIndex`]): B_q + 1 u64 edge offsets, then B_q + 1 u64 byte
+//!   offsets, of each block of 4096 entries and the table's end
+//!   (B_q = ceil(|S_q| / 4096)) — what a run needs to read any block's entries
+//!   and their edges without decoding the table first.
 //! * `vpart.Q.dests` (kind 12): |D_q| u32 dense ids, then |D_q| u32 out-degrees.
 //! * `vpart.Q.sources` (kind 13): |S_q| entries (dense id, edges into q), each
 //!   two LEB128 varints — the id's difference from the previous entry's, then
@@ -71,7 +76,9 @@ use crate::manifest::Manifest;
 use crate::pagesums::{sums_name, PageSums, SummedWriter};
 use crate::reader::Store;
 pub use crate::vpart_codec::{EdgeCodec, EdgePacker};
-pub use crate::vpart_sources::{SourceDecoder, SourcePacker, MAX_SOURCE_BYTES, SOURCE_BLOCK};
+pub use crate::vpart_sources::{
+    BlockIndex, SourceDecoder, SourcePacker, MAX_SOURCE_BYTES, SOURCE_BLOCK,
+};
 use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -85,10 +92,11 @@ pub fn mask_bytes(k: u32) -> usize {
     (k as usize).div_ceil(8).max(1)
 }
 /// The layout format this build writes and reads (the `version` of the
-/// manifest's `vpart` record): 2, compact source entries and byte masks.
-/// Layouts of format 1 (8-byte source records, u64 mask words, no `version`
-/// in their record) are refused when opened and rebuilt by the next run.
-pub const VPART_VERSION: u32 = 2;
+/// manifest's `vpart` record): 3, compact source entries, byte masks and the
+/// source tables' block index in `vpart.index`. Layouts of earlier formats
+/// (1: 8-byte source records, u64 mask words, no `version` in their record;
+/// 2: no block index) are refused when opened and rebuilt by the next run.
+pub const VPART_VERSION: u32 = 3;
 /// Destination bytes per vertex of the heaviest external program (pagerank-delta:
 /// three f64 values, an f64 accumulator, two u32 epochs and the u32 out-degree).
 pub const HEAVIEST_BYTES_PER_VERTEX: u64 = 44;
@@ -560,6 +568,7 @@ pub fn build(
     let codec = EdgeCodec::for_dests(counts.iter().copied().max().unwrap_or(1), weighted);
     let result = (|| -> Result<VpartRecord> {
         let mut seg = vec![0u64; ku * (ku + 1)];
+        let mut block_index: Vec<BlockIndex> = Vec::with_capacity(ku);
         let mut mirrors = vec![0u64; ku];
         let mut edges = vec![0u64; ku];
         for q in 0..ku {
@@ -679,6 +688,14 @@ pub fn build(
                 }
             }
             sw.append(&srcs)?;
+            let bi = sp.finish();
+            if bi.edges.last() != Some(&e_q) {
+                return Err(StoreError::Invalid(format!(
+                    "partitioning counted {e_q} edges in partition {q}, its source table {:?}",
+                    bi.edges.last()
+                )));
+            }
+            block_index.push(bi);
             packer.finish(&mut out);
             ew.append(&out)?;
             seg[q * (ku + 1) + ku] = m_q;
@@ -697,7 +714,13 @@ pub fn build(
         let mut w =
             LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
         w.append(bytemuck::cast_slice(&seg))?;
-        let mut r = w.finish(seg.len() as u64)?;
+        let mut words = seg.len() as u64;
+        for bi in &block_index {
+            w.append(bytemuck::cast_slice(&bi.edges))?;
+            w.append(bytemuck::cast_slice(&bi.bytes))?;
+            words += 2 * bi.edges.len() as u64;
+        }
+        let mut r = w.finish(words)?;
         r.name = name.clone();
         files.push(r);
         written.push(name);
@@ -763,6 +786,9 @@ pub struct VpartLayout {
     pub record: VpartRecord,
     /// `seg[q * (K + 1) + p]`.
     seg: Vec<u64>,
+    /// Per partition, its source table's block index (checked against the
+    /// record and the table's size when opened).
+    block_index: Vec<BlockIndex>,
     pub dests: Vec<LayoutFile>,
     pub sources: Vec<LayoutFile>,
     pub edges: Vec<LayoutFile>,
@@ -779,6 +805,24 @@ pub enum Part {
     Sources = 1,
     Edges = 2,
     Mirrors = 3,
+}
+
+/// Whether a block index starts at 0, never falls, ends at the table's edge
+/// count and byte size, and has no block shorter than two bytes an entry or
+/// longer than [`MAX_SOURCE_BYTES`] an entry.
+fn index_consistent(bi: &BlockIndex, edges: u64, bytes: u64) -> bool {
+    let full = SOURCE_BLOCK;
+    bi.edges.first() == Some(&0)
+        && bi.bytes.first() == Some(&0)
+        && bi.edges.last() == Some(&edges)
+        && bi.bytes.last() == Some(&bytes)
+        && bi.edges.windows(2).all(|w| w[0] <= w[1])
+        && bi.bytes.windows(2).enumerate().all(|(b, w)| {
+            let len = w[1].wrapping_sub(w[0]);
+            // The last block may hold fewer entries.
+            let n = if b + 2 == bi.bytes.len() { 1 } else { full };
+            w[0] <= w[1] && len >= 2 * n && len <= MAX_SOURCE_BYTES * full
+        })
 }
 
 impl VpartLayout {
@@ -799,16 +843,35 @@ impl VpartLayout {
         let stats = store.stats().clone();
         let open = |name: String, kind| store.layout_with(&name, kind, mode, stats.clone());
         let index = open(index_name(), FileKind::VpartIndex)?;
-        let seg: Vec<u64> = index.read_all()?;
+        let mut seg: Vec<u64> = index.read_all()?;
         let ku = k as usize;
-        if seg.len() != ku * (ku + 1) || rec.dests.len() != ku {
-            return Err(corrupt(
-                index.file.path(),
-                "does not match the vpart record",
-            ));
+        let mismatch = || corrupt(index.file.path(), "does not match the vpart record");
+        if rec.dests.len() != ku || rec.mirrors.len() != ku || rec.edges.len() != ku {
+            return Err(mismatch());
         }
+        let words = ku * (ku + 1)
+            + rec
+                .mirrors
+                .iter()
+                .map(|&m| 2 * (crate::vpart_sources::blocks(m) as usize + 1))
+                .sum::<usize>();
+        if seg.len() != words {
+            return Err(mismatch());
+        }
+        let mut at = ku * (ku + 1);
+        let mut block_index = Vec::with_capacity(ku);
+        for &m in &rec.mirrors {
+            let b = crate::vpart_sources::blocks(m) as usize + 1;
+            block_index.push(BlockIndex {
+                edges: seg[at..at + b].to_vec(),
+                bytes: seg[at + b..at + 2 * b].to_vec(),
+            });
+            at += 2 * b;
+        }
+        seg.truncate(ku * (ku + 1));
         let mut l = VpartLayout {
             seg,
+            block_index,
             dests: Vec::new(),
             sources: Vec::new(),
             edges: Vec::new(),
@@ -834,6 +897,12 @@ impl VpartLayout {
                 return Err(corrupt(
                     store.dir().join(file_name(q, "*")),
                     "partition files do not match the vpart record",
+                ));
+            }
+            if !index_consistent(&l.block_index[qu], l.record.edges[qu], s.header.payload_len) {
+                return Err(corrupt(
+                    index.file.path(),
+                    format!("the block index of partition {q} does not match its source table"),
                 ));
             }
             l.dests.push(d);
@@ -907,6 +976,10 @@ impl VpartLayout {
         buf: &mut Vec<T>,
     ) -> Result<usize> {
         self.sums[q][part as usize].read_checked(self.file(part, q), offset, offset + bytes, buf)
+    }
+    /// Partition `q`'s source-table block index.
+    pub fn block_index(&self, q: usize) -> &BlockIndex {
+        &self.block_index[q]
     }
     /// First mirror of owner `p`'s destinations in partition `q`'s source table.
     pub fn segment(&self, q: u32, p: u32) -> u64 {

@@ -7,6 +7,30 @@ use outcore_store::vpart::{self, VpartOptions};
 use outcore_store::{ingest, IngestOptions, Manifest, Store};
 use std::path::{Path, PathBuf};
 
+/// Recomputes a layout file's payload and header CRCs; returns (old, new)
+/// payload CRC.
+fn reseal(file: &Path) -> (u32, u32) {
+    const HEADER: usize = 4096;
+    let mut bytes = std::fs::read(file).unwrap();
+    let old = u32::from_le_bytes(bytes[32..36].try_into().unwrap());
+    let new = crc32fast::hash(&bytes[HEADER..]);
+    bytes[32..36].copy_from_slice(&new.to_le_bytes());
+    let h = crc32fast::hash(&bytes[..36]);
+    bytes[36..40].copy_from_slice(&h.to_le_bytes());
+    std::fs::write(file, &bytes).unwrap();
+    (old, new)
+}
+
+/// Replaces a file's CRC in manifest.json (and reseals the manifest).
+fn remanifest(store: &Path, (old, new): (u32, u32)) {
+    let m = store.join("manifest.json");
+    let text = std::fs::read_to_string(&m).unwrap();
+    let needle = format!("\"crc32\": {old}");
+    assert_eq!(text.matches(&needle).count(), 1, "{needle} in {text}");
+    std::fs::write(&m, text.replace(&needle, &format!("\"crc32\": {new}"))).unwrap();
+    outcore_store::manifest::reseal_for_tests(store);
+}
+
 /// The graph of edge-list `text` ingested under `dir` and cut into 3
 /// partitions: the store's path and the layout's record.
 fn partitioned(dir: &Path, text: &str) -> (PathBuf, vpart::VpartRecord) {
@@ -108,6 +132,33 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
             .unwrap();
         let want: Vec<[u32; 2]> = want.iter().map(|&(_, u, c)| [u, c]).collect();
         assert_eq!(got, want, "partition {q}");
+        // The block index: each block decodes alone from its byte offset, and
+        // its edge offset is the sum of the counts before it.
+        let bi = layout.block_index(q);
+        let blocks = rec.mirrors[q].div_ceil(vpart::SOURCE_BLOCK) as usize;
+        assert_eq!(bi.edges.len(), blocks + 1);
+        assert_eq!(bi.bytes.len(), blocks + 1);
+        assert_eq!(bi.bytes[blocks], bytes);
+        for b in 0..blocks {
+            let first = b * vpart::SOURCE_BLOCK as usize;
+            let nb = (want.len() - first).min(vpart::SOURCE_BLOCK as usize);
+            let mut one = Vec::new();
+            SourceDecoder::at_block(first as u64)
+                .decode_exact(
+                    &raw[bi.bytes[b] as usize..bi.bytes[b + 1] as usize],
+                    nb,
+                    &mut one,
+                )
+                .unwrap();
+            assert_eq!(
+                &one[..],
+                &want[first..first + nb],
+                "partition {q} block {b}"
+            );
+            let before: u64 = want[..first].iter().map(|e| e[1] as u64).sum();
+            assert_eq!(bi.edges[b], before, "partition {q} block {b}");
+        }
+        assert_eq!(bi.edges[blocks], rec.edges[q]);
         assert!(
             rec.mirrors[q] > 2 * vpart::SOURCE_BLOCK,
             "{:?}",
@@ -132,6 +183,29 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
             }
         }
     }
+    // A block index a buggy writer got wrong (CRCs made anew) is refused by
+    // the index's name.
+    let index = out.join("vpart.index");
+    let pristine = std::fs::read(&index).unwrap();
+    let mut bytes = pristine.clone();
+    let at = 4096 + 8 * (k * (k + 1)) + 8; // partition 0's second edge offset
+    let x = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    bytes[at..at + 8].copy_from_slice(&(x + rec.edges[0] + 1).to_le_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    let crcs = reseal(&index);
+    remanifest(&out, crcs);
+    let store = Store::open(&out).unwrap();
+    let err = match VpartLayout::open(&store, ReadMode::Buffered) {
+        Ok(_) => panic!("a forged block index opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("vpart.index") && err.contains("block index of partition 0"),
+        "{err}"
+    );
+    std::fs::write(&index, &pristine).unwrap();
+    remanifest(&out, (crcs.1, crcs.0));
+    assert!(VpartLayout::open(&Store::open(&out).unwrap(), ReadMode::Buffered).is_ok());
     // A layout of format 1 (no version in its record) is refused by name.
     let mut man = Manifest::read(&out).unwrap();
     man.vpart.as_mut().unwrap().version = 1;

@@ -115,7 +115,7 @@ use crate::program::{Aggregates, EdgeProgram, Globals, Sums};
 use mirror::{add_mirror, mirror_need, MirrorDone, MirrorJob};
 use outcore_io::{IoSnapshot, ReadMode, ScratchFile};
 use outcore_state::{AtomicBitmap, StateBudget, VertexArray};
-use outcore_store::vpart::{Part, SourceDecoder, VpartLayout};
+use outcore_store::vpart::{Part, VpartLayout};
 use outcore_store::Store;
 use plan::{device_costs, MBLOCK};
 pub use plan::{min_memory, min_slot, mirror_buffer, plan, Plan, FIXED_BYTES};
@@ -416,16 +416,16 @@ impl<'s> ExternalEngine<'s> {
             mirror_base[k as usize],
             stats.clone(),
         )?;
-        // Per partition: the edge offset of every block of source-table entries
-        // (one pass over the tables), and per mirror slot which blocks may hold
-        // an entry that reads as active (narrow programs skip the others).
-        let mut block_off: Vec<Vec<u64>> = Vec::with_capacity(k as usize);
-        let mut src_off: Vec<Vec<u64>> = Vec::with_capacity(k as usize);
-        for q in 0..k as usize {
-            let (offs, boffs) = self.source_blocks(q, plan.chunk_entries * 8)?;
-            block_off.push(offs);
-            src_off.push(boffs);
-        }
+        // Per partition: the edge offset and byte offset of every block of
+        // source-table entries (the layout's block index), and per mirror slot
+        // which blocks may hold an entry that reads as active (narrow programs
+        // skip the others).
+        let (block_off, src_off): (Vec<Vec<u64>>, Vec<Vec<u64>>) = (0..k as usize)
+            .map(|q| {
+                let bi = self.layout.block_index(q);
+                (bi.edges.clone(), bi.bytes.clone())
+            })
+            .unzip();
         let touched: Vec<[AtomicBitmap; 2]> = (0..k as usize)
             .map(|q| {
                 let b = rec.mirrors[q].div_ceil(MBLOCK) as usize;
@@ -610,75 +610,6 @@ impl<'s> ExternalEngine<'s> {
         self.stats.bytes_written = io.bytes_written;
         self.stats.write_requests = io.write_requests;
         Ok(out)
-    }
-
-    /// One pass over partition q's source table (`piece` bytes read at a
-    /// time): the edge offset and the byte offset of every block of
-    /// [`MBLOCK`] entries, each list ending with the table's total.
-    fn source_blocks(&mut self, q: usize, piece: u64) -> Result<(Vec<u64>, Vec<u64>)> {
-        let nm = self.layout.record.mirrors[q];
-        let total = self.layout.payload_bytes(Part::Sources, q);
-        let blocks = nm.div_ceil(MBLOCK) as usize + 1;
-        let (mut offs, mut boffs) = (Vec::with_capacity(blocks), Vec::with_capacity(blocks));
-        let mut dec = SourceDecoder::at_block(0);
-        let (mut pos, mut e) = (0u64, 0u64);
-        let mut buf: Vec<u8> = Vec::new();
-        while dec.entry() < nm {
-            let len = (total - pos).min(piece);
-            let skew = self
-                .layout
-                .read_into(Part::Sources, q, pos, len, &mut buf)?;
-            let b = &buf[skew..skew + len as usize];
-            let mut at = 0usize;
-            while dec.entry() < nm {
-                let i = dec.entry();
-                let Some((s, l)) = dec.next(b, at).map_err(|x| {
-                    self.corrupt(
-                        q,
-                        "sources",
-                        format!("a malformed entry at byte {}", pos + x.offset as u64),
-                    )
-                })?
-                else {
-                    break;
-                };
-                if i.is_multiple_of(MBLOCK) {
-                    offs.push(e);
-                    boffs.push(pos + at as u64);
-                }
-                e += s[1] as u64;
-                at += l;
-            }
-            if at == 0 {
-                return Err(self.corrupt(
-                    q,
-                    "sources",
-                    format!("ends inside entry {} of {nm}", dec.entry()),
-                ));
-            }
-            pos += at as u64;
-        }
-        if pos != total {
-            return Err(self.corrupt(
-                q,
-                "sources",
-                format!("holds {} bytes after its {nm} entries", total - pos),
-            ));
-        }
-        offs.push(e);
-        boffs.push(pos);
-        if e != self.layout.record.edges[q] {
-            return Err(self.corrupt(
-                q,
-                "sources",
-                format!(
-                    "counts {e} edges, the layout {}",
-                    self.layout.record.edges[q]
-                ),
-            ));
-        }
-        self.stats.source_bytes_read += total;
-        Ok((offs, boffs))
     }
 
     /// A damaged partition file (`part` of partition q).
