@@ -30,6 +30,8 @@ pub mod select;
 pub mod sort;
 pub mod vpart;
 pub mod vpart_codec;
+pub mod vpart_index;
+pub mod vpart_layout;
 pub mod vpart_sources;
 
 pub use error::{Result, StoreError};

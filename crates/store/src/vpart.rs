@@ -23,13 +23,16 @@
 //! in-edges are placed last, in the partitions with the fewest destinations.
 //!
 //! # Files (docs/format.md, "vpart")
-//! * `vpart.index` (kind 11): for each partition q, K + 1 u64 segment starts
+//! * `vpart.index` (kind 11, [`crate::vpart_index`]): for each partition q, K + 1 u64 segment starts
 //!   (`seg[q][p]` = first mirror of owner p in `S_q`; `seg[q][K]` = |S_q|);
 //!   then for each partition q its source table's block index
 //!   ([`BlockIndex`]): B_q + 1 u64 edge offsets, then B_q + 1 u64 byte
 //!   offsets, of each block of 4096 entries and the table's end
 //!   (B_q = ceil(|S_q| / 4096)) — what a run needs to read any block's entries
-//!   and their edges without decoding the table first.
+//!   and their edges without decoding the table first; then for each partition
+//!   p its skip table: at every unit of [`skip_unit`] destinations and at the
+//!   end, a row of K u64s, p's position in its segment of each `S_q`
+//!   ([`crate::vpart_index`]).
 //! * `vpart.Q.dests` (kind 12): |D_q| u32 dense ids, then |D_q| u32 out-degrees.
 //! * `vpart.Q.sources` (kind 13): |S_q| entries (dense id, edges into q), each
 //!   two LEB128 varints — the id's difference from the previous entry's, then
@@ -73,9 +76,11 @@
 use crate::error::{corrupt, Result, StoreError};
 use crate::format::{FileKind, FileRecord, LayoutFile, LayoutWriter};
 use crate::manifest::Manifest;
-use crate::pagesums::{sums_name, PageSums, SummedWriter};
+use crate::pagesums::{sums_name, SummedWriter};
 use crate::reader::Store;
 pub use crate::vpart_codec::{EdgeCodec, EdgePacker};
+pub use crate::vpart_index::{skip_table_bytes, skip_unit, SkipCounter, SKIP_UNIT_MIN};
+pub use crate::vpart_layout::{Part, VpartLayout};
 pub use crate::vpart_sources::{
     BlockIndex, SourceDecoder, SourcePacker, MAX_SOURCE_BYTES, SOURCE_BLOCK,
 };
@@ -569,6 +574,8 @@ pub fn build(
     let result = (|| -> Result<VpartRecord> {
         let mut seg = vec![0u64; ku * (ku + 1)];
         let mut block_index: Vec<BlockIndex> = Vec::with_capacity(ku);
+        let unit = skip_unit(counts.iter().sum(), k as u64);
+        let mut skip_tables: Vec<Vec<u64>> = Vec::with_capacity(ku);
         let mut mirrors = vec![0u64; ku];
         let mut edges = vec![0u64; ku];
         for q in 0..ku {
@@ -608,7 +615,17 @@ pub fn build(
             finish(w, name, counts[q])?;
             let name = file_name(q as u32, "mirrors");
             let mut w = create(&name, FileKind::VpartMirrors)?;
-            spill.read(&sf, s_mask(q), |b| w.append(b))?;
+            let mut sk = SkipCounter::new(ku, mask_bytes(k), unit);
+            spill.read(&sf, s_mask(q), |b| {
+                sk.feed(b);
+                w.append(b)
+            })?;
+            skip_tables.push(sk.finish(counts[q]).ok_or_else(|| {
+                StoreError::Invalid(format!(
+                    "partitioning wrote masks of partition {q} for other than its {} destinations",
+                    counts[q]
+                ))
+            })?);
             finish(w, name, counts[q])?;
             // Source table and edges, segment by segment (owner p of the source).
             let sname = file_name(q as u32, "sources");
@@ -713,14 +730,21 @@ pub fn build(
         let name = index_name();
         let mut w =
             LayoutWriter::create_buffered(&tmp(&name), FileKind::VpartIndex, stats.clone())?;
-        w.append(bytemuck::cast_slice(&seg))?;
-        let mut words = seg.len() as u64;
-        for bi in &block_index {
-            w.append(bytemuck::cast_slice(&bi.edges))?;
-            w.append(bytemuck::cast_slice(&bi.bytes))?;
-            words += 2 * bi.edges.len() as u64;
+        let words = crate::vpart_index::words(&seg, &block_index, &skip_tables);
+        // What a run checks when it opens the layout, checked before it is kept.
+        let sizes: Vec<u64> = files
+            .iter()
+            .filter(|f| f.name.ends_with(".sources"))
+            .map(|f| f.bytes - crate::format::HEADER_LEN)
+            .collect();
+        if let Err(e) = crate::vpart_index::parse(words.clone(), &counts, &mirrors, &edges, &sizes)
+        {
+            return Err(StoreError::Invalid(format!(
+                "partitioning built an index that {e}"
+            )));
         }
-        let mut r = w.finish(words)?;
+        w.append(bytemuck::cast_slice(&words))?;
+        let mut r = w.finish(words.len() as u64)?;
         r.name = name.clone();
         files.push(r);
         written.push(name);
@@ -779,226 +803,6 @@ pub fn build(
         let _ = std::fs::remove_file(dir.join(name));
     }
     Ok(rec)
-}
-
-/// An opened layout: the record, the segment starts, and its files.
-pub struct VpartLayout {
-    pub record: VpartRecord,
-    /// `seg[q * (K + 1) + p]`.
-    seg: Vec<u64>,
-    /// Per partition, its source table's block index (checked against the
-    /// record and the table's size when opened).
-    block_index: Vec<BlockIndex>,
-    pub dests: Vec<LayoutFile>,
-    pub sources: Vec<LayoutFile>,
-    pub edges: Vec<LayoutFile>,
-    pub mirrors: Vec<LayoutFile>,
-    /// Page-group checksums of each partition's files, in [`Part`] order.
-    sums: Vec<[PageSums; 4]>,
-    pub weighted: bool,
-}
-
-/// One of a partition's files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    Dests = 0,
-    Sources = 1,
-    Edges = 2,
-    Mirrors = 3,
-}
-
-/// Whether a block index starts at 0, never falls, ends at the table's edge
-/// count and byte size, and has no block shorter than two bytes an entry or
-/// longer than [`MAX_SOURCE_BYTES`] an entry.
-fn index_consistent(bi: &BlockIndex, edges: u64, bytes: u64) -> bool {
-    let full = SOURCE_BLOCK;
-    bi.edges.first() == Some(&0)
-        && bi.bytes.first() == Some(&0)
-        && bi.edges.last() == Some(&edges)
-        && bi.bytes.last() == Some(&bytes)
-        && bi.edges.windows(2).all(|w| w[0] <= w[1])
-        && bi.bytes.windows(2).enumerate().all(|(b, w)| {
-            let len = w[1].wrapping_sub(w[0]);
-            // The last block may hold fewer entries.
-            let n = if b + 2 == bi.bytes.len() { 1 } else { full };
-            w[0] <= w[1] && len >= 2 * n && len <= MAX_SOURCE_BYTES * full
-        })
-}
-
-impl VpartLayout {
-    /// Opens the layout of `store` (checking every header against the manifest,
-    /// and the index's CRC); `None` when the store has none.
-    pub fn open(store: &Store, mode: ReadMode) -> Result<Option<VpartLayout>> {
-        let Some(rec) = store.manifest().vpart.clone() else {
-            return Ok(None);
-        };
-        if rec.version != VPART_VERSION {
-            return Err(StoreError::Invalid(format!(
-                "{}: its V-Part layout has format {}, this build reads format {VPART_VERSION}; run `outcore partition` again (or an external run rebuilds it)",
-                store.dir().display(),
-                rec.version
-            )));
-        }
-        let k = rec.partitions;
-        let stats = store.stats().clone();
-        let open = |name: String, kind| store.layout_with(&name, kind, mode, stats.clone());
-        let index = open(index_name(), FileKind::VpartIndex)?;
-        let mut seg: Vec<u64> = index.read_all()?;
-        let ku = k as usize;
-        let mismatch = || corrupt(index.file.path(), "does not match the vpart record");
-        if rec.dests.len() != ku || rec.mirrors.len() != ku || rec.edges.len() != ku {
-            return Err(mismatch());
-        }
-        let words = ku * (ku + 1)
-            + rec
-                .mirrors
-                .iter()
-                .map(|&m| 2 * (crate::vpart_sources::blocks(m) as usize + 1))
-                .sum::<usize>();
-        if seg.len() != words {
-            return Err(mismatch());
-        }
-        let mut at = ku * (ku + 1);
-        let mut block_index = Vec::with_capacity(ku);
-        for &m in &rec.mirrors {
-            let b = crate::vpart_sources::blocks(m) as usize + 1;
-            block_index.push(BlockIndex {
-                edges: seg[at..at + b].to_vec(),
-                bytes: seg[at + b..at + 2 * b].to_vec(),
-            });
-            at += 2 * b;
-        }
-        seg.truncate(ku * (ku + 1));
-        let mut l = VpartLayout {
-            seg,
-            block_index,
-            dests: Vec::new(),
-            sources: Vec::new(),
-            edges: Vec::new(),
-            mirrors: Vec::new(),
-            sums: Vec::new(),
-            weighted: store.weighted(),
-            record: rec,
-        };
-        let codec = l.record.codec(l.weighted);
-        for q in 0..k {
-            let d = open(file_name(q, "dests"), FileKind::VpartDests)?;
-            let s = open(file_name(q, "sources"), FileKind::VpartSources)?;
-            let e = open(file_name(q, "edges"), FileKind::VpartEdges)?;
-            let mi = open(file_name(q, "mirrors"), FileKind::VpartMirrors)?;
-            let qu = q as usize;
-            let ok = d.header.payload_len == 8 * l.record.dests[qu]
-                && mi.header.payload_len == mask_bytes(k) as u64 * l.record.dests[qu]
-                && s.header.payload_len >= 2 * l.record.mirrors[qu]
-                && s.header.payload_len <= MAX_SOURCE_BYTES * l.record.mirrors[qu]
-                && e.header.payload_len == codec.payload_bytes(l.record.edges[qu])
-                && l.seg[qu * (ku + 1) + ku] == l.record.mirrors[qu];
-            if !ok {
-                return Err(corrupt(
-                    store.dir().join(file_name(q, "*")),
-                    "partition files do not match the vpart record",
-                ));
-            }
-            if !index_consistent(&l.block_index[qu], l.record.edges[qu], s.header.payload_len) {
-                return Err(corrupt(
-                    index.file.path(),
-                    format!("the block index of partition {q} does not match its source table"),
-                ));
-            }
-            l.dests.push(d);
-            l.sources.push(s);
-            l.edges.push(e);
-            l.mirrors.push(mi);
-            let sums = |part| PageSums::load(store, &file_name(q, part));
-            l.sums.push([
-                sums("dests")?,
-                sums("sources")?,
-                sums("edges")?,
-                sums("mirrors")?,
-            ]);
-        }
-        Ok(Some(l))
-    }
-    pub fn partitions(&self) -> u32 {
-        self.record.partitions
-    }
-    /// Bytes of one destination's mirror mask ([`mask_bytes`]).
-    pub fn mask_bytes(&self) -> usize {
-        mask_bytes(self.record.partitions)
-    }
-    /// Payload bytes of partition `q`'s `part` file.
-    pub fn payload_bytes(&self, part: Part, q: usize) -> u64 {
-        self.file(part, q).header.payload_len
-    }
-    fn file(&self, part: Part, q: usize) -> &LayoutFile {
-        match part {
-            Part::Dests => &self.dests[q],
-            Part::Sources => &self.sources[q],
-            Part::Edges => &self.edges[q],
-            Part::Mirrors => &self.mirrors[q],
-        }
-    }
-
-    /// `count` elements of `T` at payload byte `offset` of partition `q`'s `part`
-    /// file, read widened to whole checksum groups and checked against the
-    /// file's page sums ([`VpartLayout::read_into`]).
-    pub fn read<T: bytemuck::Pod>(
-        &self,
-        part: Part,
-        q: usize,
-        offset: u64,
-        count: u64,
-    ) -> Result<Vec<T>> {
-        let mut v = Vec::new();
-        self.read_into(
-            part,
-            q,
-            offset,
-            count * std::mem::size_of::<T>() as u64,
-            &mut v,
-        )
-        .map(|skew| {
-            v.drain(..skew);
-            v.truncate(count as usize);
-            v
-        })
-    }
-
-    /// Reads payload bytes `offset..offset + bytes` of partition `q`'s `part`
-    /// file into `buf` widened to whole checksum groups, checks them, and
-    /// returns where `offset` lies in `buf` (in elements of `T`).
-    pub fn read_into<T: bytemuck::Pod>(
-        &self,
-        part: Part,
-        q: usize,
-        offset: u64,
-        bytes: u64,
-        buf: &mut Vec<T>,
-    ) -> Result<usize> {
-        self.sums[q][part as usize].read_checked(self.file(part, q), offset, offset + bytes, buf)
-    }
-    /// Partition `q`'s source-table block index.
-    pub fn block_index(&self, q: usize) -> &BlockIndex {
-        &self.block_index[q]
-    }
-    /// First mirror of owner `p`'s destinations in partition `q`'s source table.
-    pub fn segment(&self, q: u32, p: u32) -> u64 {
-        let k = self.record.partitions as usize;
-        self.seg[q as usize * (k + 1) + p as usize]
-    }
-    /// The packing of this layout's edge records.
-    pub fn codec(&self) -> EdgeCodec {
-        self.record.codec(self.weighted)
-    }
-    /// Bytes of one unpacked edge record (u32 target, and f32 weight when
-    /// weighted): an upper bound of a packed one's, which buffers are planned by.
-    pub fn edge_bytes(&self) -> u64 {
-        if self.weighted {
-            8
-        } else {
-            4
-        }
-    }
 }
 
 #[cfg(test)]

@@ -174,6 +174,21 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
             .read(Part::Mirrors, q, 0, mb as u64 * rec.dests[q])
             .unwrap();
         let ids: Vec<u32> = layout.read(Part::Dests, q, 0, rec.dests[q]).unwrap();
+        // The skip table: row r counts each partition's mirrors of the first
+        // r units' destinations; the last row all of them.
+        let t = layout.skip_table(q).unwrap();
+        let unit = layout.skip_unit() as usize;
+        let rows = (ids.len()).div_ceil(unit) + 1;
+        assert_eq!(t.len(), rows * k);
+        for r in 0..rows {
+            let before = if r + 1 == rows { ids.len() } else { r * unit };
+            for p in 0..k {
+                let c = (0..before)
+                    .filter(|&i| masks[i * mb + p / 8] >> (p % 8) & 1 == 1)
+                    .count();
+                assert_eq!(t[r * k + p] as usize, c, "partition {q} row {r} of {p}");
+            }
+        }
         for (i, &v) in ids.iter().enumerate() {
             let (t, _) = csr.edges(v).unwrap();
             for p in 0..k {
@@ -201,6 +216,25 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
     };
     assert!(
         err.contains("vpart.index") && err.contains("block index of partition 0"),
+        "{err}"
+    );
+    std::fs::write(&index, &pristine).unwrap();
+    remanifest(&out, (crcs.1, crcs.0));
+    // So is a skip table that does not end at its segments' sizes (the
+    // index's last word: the last partition's mirrors in the last table).
+    let mut bytes = pristine.clone();
+    let at = bytes.len() - 8;
+    let x = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    bytes[at..].copy_from_slice(&(x + 1).to_le_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    let crcs = reseal(&index);
+    remanifest(&out, crcs);
+    let err = match VpartLayout::open(&Store::open(&out).unwrap(), ReadMode::Buffered) {
+        Ok(_) => panic!("a forged skip table opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("vpart.index") && err.contains(&format!("skip table of partition {}", k - 1)),
         "{err}"
     );
     std::fs::write(&index, &pristine).unwrap();

@@ -331,13 +331,13 @@ impl ExternalEngine<'_> {
                 c = (b1 * MBLOCK).min(nm) - c0;
                 if !first {
                     n.chunks_skipped += 1;
-                    e_off = st.block_off[qu][b1 as usize];
+                    e_off = st.blocks[qu].edges[b1 as usize];
                     c0 += c;
                     continue;
                 }
             }
             let b0 = c0 / MBLOCK;
-            debug_assert_eq!(e_off, st.block_off[qu][b0 as usize]);
+            debug_assert_eq!(e_off, st.blocks[qu].edges[b0 as usize]);
             bufs.take_back(free);
             let mut ch = bufs.chunks.pop().unwrap_or_else(|| Chunk {
                 srcs: Vec::with_capacity(ce),
@@ -352,8 +352,8 @@ impl ExternalEngine<'_> {
             let tio = Instant::now();
             // Whole blocks of entries: from one block's first byte to the next's.
             let (x, y) = (
-                st.src_off[qu][(c0 / MBLOCK) as usize],
-                st.src_off[qu][(c0 + c).div_ceil(MBLOCK) as usize],
+                st.blocks[qu].bytes[(c0 / MBLOCK) as usize],
+                st.blocks[qu].bytes[(c0 + c).div_ceil(MBLOCK) as usize],
             );
             let skew = self
                 .layout

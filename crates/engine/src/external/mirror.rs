@@ -86,11 +86,9 @@ impl ExternalEngine<'_> {
         }
         let mut pos: Vec<u64> = (0..k as u32).map(|q| self.layout.segment(q, p)).collect();
         // Skipping needs every position below 2^32 within a segment.
-        let table = st.skip_pos[p as usize].get();
-        let build = it == 0
-            && (0..k as u32)
-                .all(|q| self.layout.segment(q, p + 1) - self.layout.segment(q, p) < 1 << 32);
-        let mut built: Vec<u32> = Vec::new();
+        // The layout's skip table: where each unit's mirrors start.
+        let table = self.layout.skip_table(p as usize);
+        let unit_len = self.layout.skip_unit();
         let mut skipped = 0u64;
         let mb = self.layout.mask_bytes() as u64;
         // A mask chunk's bytes, widened to whole checksum groups.
@@ -99,13 +97,9 @@ impl ExternalEngine<'_> {
         let mut last_touch = vec![u64::MAX; k];
         let mut m0 = 0u64;
         while m0 < nd {
-            if m0.is_multiple_of(st.skip) {
-                let unit = (m0 / st.skip) as usize;
-                if build {
-                    built
-                        .extend((0..k).map(|q| (pos[q] - self.layout.segment(q as u32, p)) as u32));
-                }
-                let end = (m0 + st.skip).min(nd);
+            if m0.is_multiple_of(unit_len) {
+                let unit = (m0 / unit_len) as usize;
+                let end = (m0 + unit_len).min(nd);
                 if let Some(t) = table.filter(|_| !any_needed(&job.needed, m0, end)) {
                     // Nothing to write here: the positions jump to the next unit's.
                     let next = &t[(unit + 1) * k..(unit + 2) * k];
@@ -173,10 +167,6 @@ impl ExternalEngine<'_> {
                 }
             }
             m0 += c;
-        }
-        if build {
-            built.extend((0..k).map(|q| (pos[q] - self.layout.segment(q as u32, p)) as u32));
-            let _ = st.skip_pos[p as usize].set(built);
         }
         for (q, &end) in pos.iter().enumerate() {
             if end != self.layout.segment(q as u32, p + 1) {

@@ -83,8 +83,9 @@
 //!    iteration's last one, so its buffer is all the memory a partition's
 //!    mirror writes need. A unit of destinations (8192, or
 //!    more so that the table fits 64 KiB) with no entry to write is passed over
-//!    unread: iteration 0's update, which reads every mask, records each
-//!    partition's position at every unit's start.
+//!    unread: the layout's skip table (`vpart.index`) gives each partition's
+//!    position at every unit's start, so even iteration 0 of a BFS reads only
+//!    the masks of its root's unit.
 //!
 //! # Memory
 //! `--memory` pays: a fixed 8 MiB for the process, K mirror-update buffers (a
@@ -416,24 +417,14 @@ impl<'s> ExternalEngine<'s> {
             mirror_base[k as usize],
             stats.clone(),
         )?;
-        // Per partition: the edge offset and byte offset of every block of
-        // source-table entries (the layout's block index), and per mirror slot
-        // which blocks may hold an entry that reads as active (narrow programs
-        // skip the others).
-        let (block_off, src_off): (Vec<Vec<u64>>, Vec<Vec<u64>>) = (0..k as usize)
-            .map(|q| {
-                let bi = self.layout.block_index(q);
-                (bi.edges.clone(), bi.bytes.clone())
-            })
-            .unzip();
+        // Per partition and mirror slot: which blocks may hold an entry that
+        // reads as active (narrow programs skip the others).
         let touched: Vec<[AtomicBitmap; 2]> = (0..k as usize)
             .map(|q| {
                 let b = rec.mirrors[q].div_ceil(MBLOCK) as usize;
                 [AtomicBitmap::new(b), AtomicBitmap::new(b)]
             })
             .collect();
-        let skip_pos: Vec<std::sync::OnceLock<Vec<u32>>> =
-            (0..k).map(|_| std::sync::OnceLock::new()).collect();
         let written: Vec<AtomicBitmap> = (0..k as usize)
             .map(|q| AtomicBitmap::new(rec.dests[q].div_ceil(BLOCK as u64) as usize))
             .collect();
@@ -451,11 +442,8 @@ impl<'s> ExternalEngine<'s> {
             dest_base: &dest_base,
             mirror_base: &mirror_base,
             runs: &runs,
-            block_off: &block_off,
-            src_off: &src_off,
+            blocks: self.layout.block_indexes(),
             touched: &touched,
-            skip_pos: &skip_pos,
-            skip: plan::skip_chunk(rec.dests.iter().sum(), k as u64),
             written: &written,
             lists,
             list_len: &list_len,

@@ -2,6 +2,7 @@
 //! [`super`]) and its per-request I/O cost model.
 
 use outcore_io::DeviceProfile;
+use outcore_store::vpart::skip_table_bytes;
 
 /// Unchanged mirror entries rewritten rather than starting a new write: a
 /// quarter of a mirror buffer's entries, between 512 and 8192 (64 KiB). A write
@@ -33,29 +34,9 @@ pub fn min_slot(edge_bytes: u64) -> u64 {
 pub(super) const MBLOCK: u64 = outcore_store::vpart::SOURCE_BLOCK;
 /// Entries of a narrow program's mirror list read at a time (8 bytes each).
 pub(super) const LIST_PIECE: u64 = MBLOCK;
-/// Destinations whose mirror masks are read at a time.
-pub(super) const MASK_CHUNK: u64 = 1 << 13;
-
-/// The most the mirror updates' skip table may take ([`skip_chunk`]): 64 KiB,
-/// or twice the table of one unit per partition when that is more (above 90
-/// partitions).
-pub(super) fn skip_table_bytes(partitions: u64) -> u64 {
-    (64 << 10).max(2 * (partitions + 1) * partitions * 4)
-}
-
-/// Destinations per unit a mirror update may skip unread: the smallest
-/// multiple of [`MASK_CHUNK`] by a power of two whose table of mirror positions
-/// (one u32 per partition at every unit's start, `(n / unit + k) x k x 4`
-/// bytes) fits [`skip_table_bytes`].
-pub(super) fn skip_chunk(vertices: u64, partitions: u64) -> u64 {
-    let mut g = MASK_CHUNK;
-    while (vertices / g + partitions + 1) * partitions * 4 > skip_table_bytes(partitions)
-        && g < 1 << 40
-    {
-        g *= 2;
-    }
-    g
-}
+/// Destinations whose mirror masks are read at a time: the skip tables' least
+/// unit, so a unit is whole chunks.
+pub(super) const MASK_CHUNK: u64 = outcore_store::vpart::SKIP_UNIT_MIN;
 
 /// Fixed allowance for the process (code, stacks, small tables).
 pub const FIXED_BYTES: u64 = 8 << 20;

@@ -1,8 +1,8 @@
 //! The external engine's scratch state (module docs of [`super`]): the
 //! destinations' values and epochs, partition after partition, in one scratch
 //! file; the mirror tables' two slots in another; and what the engine keeps in
-//! memory about them (block edge offsets, touched blocks, the mirror updates'
-//! skip table).
+//! memory about them (touched blocks, the written destination blocks, list
+//! lengths; the layout holds the block index and skip tables).
 
 use super::{Epochs, ExternalEngine, NEVER};
 use crate::error::Result;
@@ -25,20 +25,13 @@ pub(super) struct Scratch<'a> {
     /// Per partition, its pending run of mirror entries (`mirror.rs`), carried
     /// from one partition's mirror update to the next within an iteration.
     pub(super) runs: &'a [std::sync::Mutex<MirrorRun>],
-    /// Edge offset of each block of each source table (and the table's edges).
-    pub(super) block_off: &'a [Vec<u64>],
-    /// Byte offset of each block of each source table's entries (and the
-    /// table's bytes): where a chunk of whole blocks is read from.
-    pub(super) src_off: &'a [Vec<u64>],
+    /// Per partition, the edge offset and byte offset of each block of its
+    /// source table (and the table's totals): where a chunk of whole blocks
+    /// and its edges are read from (the layout's block index).
+    pub(super) blocks: &'a [outcore_store::vpart::BlockIndex],
     /// Blocks of each partition's slot 0 and 1 that received, since the slot was
     /// last cleared, an entry of a narrow program that reads as active next.
     pub(super) touched: &'a [[AtomicBitmap; 2]],
-    /// Per partition p, built by iteration 0's mirror update: at the start of
-    /// every unit of `skip` destinations, each partition's position in p's
-    /// segment of its source table (`[unit][q]`, relative to the segment), so a
-    /// later update can pass over a unit with nothing to write unread.
-    pub(super) skip_pos: &'a [std::sync::OnceLock<Vec<u32>>],
-    pub(super) skip: u64,
     /// Per partition, the blocks of [`BLOCK`] destinations written at least
     /// once; the others hold their initial values, which are computed from the
     /// layout's ids (and out-degrees) when read rather than written up front.
