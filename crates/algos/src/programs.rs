@@ -972,25 +972,23 @@ pub fn bp_result(b: VertexArray<f64>, done: u64, cap: u64, p: &Params) -> (Outpu
 
 /// A BFS result and its summary line (every engine's).
 pub fn bfs_result(st: VertexArray<u64>) -> (Output, String) {
-    let reached = st.iter().filter(|&&x| x != u64::MAX).count();
-    let depth = st
+    // One pass: a mapped result larger than memory is read back once.
+    let (reached, depth) = st
         .iter()
         .filter(|&&x| x != u64::MAX)
-        .map(|x| x >> 32)
-        .max()
-        .unwrap_or(0);
+        .fold((0usize, 0u64), |(n, d), x| (n + 1, d.max(x >> 32)));
     let line = format!("{reached} vertices reached, maximum depth {depth}");
     (Output::Bfs(st), line)
 }
 
 /// An SSSP result and its summary line (every engine's).
 pub fn sssp_result(st: VertexArray<u64>) -> (Output, String) {
-    let reached = st.iter().filter(|&&x| x != u64::MAX).count();
-    let far = st
+    let (reached, far) = st
         .iter()
         .filter(|&&x| x != u64::MAX)
-        .map(|x| f32::from_bits((x >> 32) as u32))
-        .fold(0f32, f32::max);
+        .fold((0usize, 0f32), |(n, f), x| {
+            (n + 1, f.max(f32::from_bits((x >> 32) as u32)))
+        });
     let line = format!("{reached} vertices reached, largest distance {far}");
     (Output::Sssp(st), line)
 }
