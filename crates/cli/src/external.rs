@@ -109,11 +109,19 @@ fn mapped_in_order(algo: Algo, vertices: u64, need: u64, state_room: u64) -> boo
 /// band reads the whole grid row by row for its columns, so the edges are read
 /// once an iteration whatever the band count, but a band's blocks are small
 /// reads at every row. Kronecker 24, cold, `--direct`, against the external
-/// engine on a layout built for the same budget (`docs/benchmarks-vpart.md`): 2 bands
-/// 11.4 s against 16.2 s (bfs); 3 bands 13.1 s against 17.3 s (bfs) and 72 s
-/// against 103 s (sssp); 5 bands 15.6 s against 14.3 s and 16 bands 24.5 s
-/// against 22.4 s (bfs).
-const MAX_BANDS_FOR_STREAM: u64 = 3;
+/// engine on a layout built for the same budget (`docs/benchmarks-vpart.md`):
+/// on the first layout format, 3 bands 72 s against 103 s (sssp), hence 3 for
+/// sssp and wcc-lp (not re-measured since); bfs 0 — on layout format 3 the
+/// external engine is faster at every band count measured: 2 bands 14.3 s
+/// against 11.0 s, 3 bands 12.2 and 13.7 s against 10.1 and 10.0 s, 5 bands
+/// 23.9 s against 14.7 s, 16 bands 25.1 s against 13.7 s.
+fn max_bands_for_stream(algo: Algo) -> u64 {
+    if algo == Algo::Bfs {
+        0
+    } else {
+        3
+    }
+}
 
 /// The bands of grid columns the streaming engine runs `algo`'s mapped
 /// relaxation array in when `state_room` is what the budget leaves beside its
@@ -157,7 +165,7 @@ pub struct Choice {
 /// leaves beside the streaming engine's buffers (`state_room`), or when it does
 /// not but the arrays mapped beyond it are only read and written in order and
 /// are a small share of it ([`mapped_in_order`]), or when it is a relaxation
-/// program's one array run in at most [`MAX_BANDS_FOR_STREAM`] bands; else the
+/// program's one array run in at most [`max_bands_for_stream`] bands; else the
 /// external engine when it runs the algorithm and one partition fits the
 /// budget; else the streaming engine with mapped arrays (band by band for
 /// relaxation programs).
@@ -212,12 +220,13 @@ pub fn choose(a: &RunArgs, store: &Store, algo: Algo, state_room: u64) -> Choice
                 format_bytes(need.saturating_sub(state_room))
             ),
         },
-        None if bands.is_some_and(|b| b <= MAX_BANDS_FOR_STREAM) => Choice {
+        None if bands.is_some_and(|b| b <= max_bands_for_stream(algo)) => Choice {
             direct: true,
             engine: EngineArg::Stream,
             reason: format!(
-                "{what}; its mapped array runs in {} bands of the grid's columns (at most {MAX_BANDS_FOR_STREAM}), each band's slice in memory and written back once an iteration, the grid read past the page cache: cheaper than the external engine's partitions",
-                bands.unwrap_or(0)
+                "{what}; its mapped array runs in {} bands of the grid's columns (at most {}), each band's slice in memory and written back once an iteration, the grid read past the page cache: cheaper than the external engine's partitions",
+                bands.unwrap_or(0),
+                max_bands_for_stream(algo)
             ),
         },
         None if external_supported(algo) && !external_fits(a, store, algo) => Choice {
