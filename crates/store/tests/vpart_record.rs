@@ -7,28 +7,24 @@ use outcore_store::vpart::{self, VpartOptions};
 use outcore_store::{ingest, IngestOptions, Manifest, Store};
 use std::path::{Path, PathBuf};
 
-/// Recomputes a layout file's payload and header CRCs; returns (old, new)
-/// payload CRC.
-fn reseal(file: &Path) -> (u32, u32) {
-    const HEADER: usize = 4096;
-    let mut bytes = std::fs::read(file).unwrap();
-    let old = u32::from_le_bytes(bytes[32..36].try_into().unwrap());
-    let new = crc32fast::hash(&bytes[HEADER..]);
-    bytes[32..36].copy_from_slice(&new.to_le_bytes());
-    let h = crc32fast::hash(&bytes[..36]);
-    bytes[36..40].copy_from_slice(&h.to_le_bytes());
-    std::fs::write(file, &bytes).unwrap();
-    (old, new)
-}
+mod common;
+use common::{remanifest, reseal};
 
-/// Replaces a file's CRC in manifest.json (and reseals the manifest).
-fn remanifest(store: &Path, (old, new): (u32, u32)) {
-    let m = store.join("manifest.json");
-    let text = std::fs::read_to_string(&m).unwrap();
-    let needle = format!("\"crc32\": {old}");
-    assert_eq!(text.matches(&needle).count(), 1, "{needle} in {text}");
-    std::fs::write(&m, text.replace(&needle, &format!("\"crc32\": {new}"))).unwrap();
-    outcore_store::manifest::reseal_for_tests(store);
+/// Writes `bytes` as `index` (CRCs made anew), returns what opening the
+/// layout says, and puts `pristine` back.
+fn open_forged(out: &Path, index: &Path, pristine: &[u8], bytes: &[u8]) -> String {
+    use outcore_io::ReadMode;
+    use outcore_store::vpart::VpartLayout;
+    std::fs::write(index, bytes).unwrap();
+    let crcs = reseal(index);
+    remanifest(out, crcs);
+    let err = match VpartLayout::open(&Store::open(out).unwrap(), ReadMode::Buffered) {
+        Ok(_) => panic!("a forged index opened"),
+        Err(e) => e.to_string(),
+    };
+    std::fs::write(index, pristine).unwrap();
+    remanifest(out, (crcs.1, crcs.0));
+    err
 }
 
 /// The graph of edge-list `text` ingested under `dir` and cut into 3
@@ -206,39 +202,22 @@ fn source_tables_and_masks_decode_to_the_csr_and_an_earlier_format_is_refused() 
     let at = 4096 + 8 * (k * (k + 1)) + 8; // partition 0's second edge offset
     let x = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     bytes[at..at + 8].copy_from_slice(&(x + rec.edges[0] + 1).to_le_bytes());
-    std::fs::write(&index, &bytes).unwrap();
-    let crcs = reseal(&index);
-    remanifest(&out, crcs);
-    let store = Store::open(&out).unwrap();
-    let err = match VpartLayout::open(&store, ReadMode::Buffered) {
-        Ok(_) => panic!("a forged block index opened"),
-        Err(e) => e.to_string(),
-    };
+    let err = open_forged(&out, &index, &pristine, &bytes);
     assert!(
         err.contains("vpart.index") && err.contains("block index of partition 0"),
         "{err}"
     );
-    std::fs::write(&index, &pristine).unwrap();
-    remanifest(&out, (crcs.1, crcs.0));
     // So is a skip table that does not end at its segments' sizes (the
     // index's last word: the last partition's mirrors in the last table).
     let mut bytes = pristine.clone();
     let at = bytes.len() - 8;
     let x = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     bytes[at..].copy_from_slice(&(x + 1).to_le_bytes());
-    std::fs::write(&index, &bytes).unwrap();
-    let crcs = reseal(&index);
-    remanifest(&out, crcs);
-    let err = match VpartLayout::open(&Store::open(&out).unwrap(), ReadMode::Buffered) {
-        Ok(_) => panic!("a forged skip table opened"),
-        Err(e) => e.to_string(),
-    };
+    let err = open_forged(&out, &index, &pristine, &bytes);
     assert!(
         err.contains("vpart.index") && err.contains(&format!("skip table of partition {}", k - 1)),
         "{err}"
     );
-    std::fs::write(&index, &pristine).unwrap();
-    remanifest(&out, (crcs.1, crcs.0));
     assert!(VpartLayout::open(&Store::open(&out).unwrap(), ReadMode::Buffered).is_ok());
     // A layout of format 1 (no version in its record) is refused by name.
     let mut man = Manifest::read(&out).unwrap();
