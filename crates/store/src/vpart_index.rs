@@ -156,7 +156,7 @@ pub fn words(seg: &[u64], blocks: &[BlockIndex], skip: &[Vec<u64>]) -> Vec<u64> 
 /// these destination, mirror and edge counts and source-table sizes
 /// (`source_bytes`); the error says what does not match.
 pub fn parse(
-    words: Vec<u64>,
+    words: &[u64],
     dests: &[u64],
     mirrors: &[u64],
     edges: &[u64],

@@ -73,8 +73,9 @@ impl VpartLayout {
             sources.push(open(file_name(q, "sources"), FileKind::VpartSources)?);
         }
         let sizes: Vec<u64> = sources.iter().map(|s| s.header.payload_len).collect();
-        let parsed = crate::vpart_index::parse(words, &rec.dests, &rec.mirrors, &rec.edges, &sizes)
-            .map_err(|e| corrupt(index.file.path(), e))?;
+        let parsed =
+            crate::vpart_index::parse(&words, &rec.dests, &rec.mirrors, &rec.edges, &sizes)
+                .map_err(|e| corrupt(index.file.path(), e))?;
         let mut l = VpartLayout {
             seg: parsed.seg,
             block_index: parsed.blocks,
