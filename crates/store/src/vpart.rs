@@ -82,7 +82,7 @@ pub use crate::vpart_codec::{EdgeCodec, EdgePacker};
 pub use crate::vpart_index::{skip_table_bytes, skip_unit, SkipCounter, SKIP_UNIT_MIN};
 pub use crate::vpart_layout::{Part, VpartLayout};
 pub use crate::vpart_sources::{
-    BlockIndex, SourceDecoder, SourcePacker, MAX_SOURCE_BYTES, SOURCE_BLOCK,
+    BlockIndex, SourceDecoder, SourceError, SourcePacker, MAX_SOURCE_BYTES, SOURCE_BLOCK,
 };
 use outcore_io::{InFile, IoStats, OutFile, ReadMode, ScratchFile};
 use std::path::{Path, PathBuf};

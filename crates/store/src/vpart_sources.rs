@@ -180,34 +180,144 @@ impl SourceDecoder {
         out.clear();
         out.reserve(n);
         let mut at = 0usize;
-        for _ in 0..n {
-            // Fast path: an entry of two one-byte varints.
-            if let Some(&[d, c]) = b.get(at..at + 2).map(|x| <&[u8; 2]>::try_from(x).unwrap()) {
-                if (d | c) < 0x80 {
-                    let prev = if self.entry.is_multiple_of(SOURCE_BLOCK) {
-                        0
-                    } else {
-                        self.prev
-                    };
-                    self.prev = prev.wrapping_add(d as u32);
-                    out.push([self.prev, c as u32]);
-                    self.entry += 1;
-                    at += 2;
-                    continue;
+        let mut left = n;
+        while left > 0 {
+            // The entries up to the next block's first, where differences
+            // start over.
+            let m = left.min((SOURCE_BLOCK - self.entry % SOURCE_BLOCK) as usize);
+            let mut prev = if self.entry.is_multiple_of(SOURCE_BLOCK) {
+                0
+            } else {
+                self.prev
+            };
+            let mut i = 0usize;
+            while i < m {
+                // Fast path: four entries of two one-byte varints each, found
+                // by one 8-byte load (most entries: small gaps, small counts).
+                if i + 4 <= m {
+                    if let Some(w) = b.get(at..at + 8) {
+                        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                        if w & 0x8080_8080_8080_8080 == 0 {
+                            for k in 0..4 {
+                                prev = prev.wrapping_add((w >> (16 * k)) as u8 as u32);
+                                out.push([prev, (w >> (16 * k + 8)) as u8 as u32]);
+                            }
+                            at += 8;
+                            i += 4;
+                            continue;
+                        }
+                    }
                 }
+                let Some((d, l1)) = varint(b, at)? else {
+                    return Err(SourceError { offset: at });
+                };
+                let Some((c, l2)) = varint(b, at + l1)? else {
+                    return Err(SourceError { offset: at });
+                };
+                prev = prev.wrapping_add(d);
+                out.push([prev, c]);
+                at += l1 + l2;
+                i += 1;
             }
-            match self.next(b, at)? {
-                Some((e, l)) => {
-                    out.push(e);
-                    at += l;
-                }
-                None => return Err(SourceError { offset: at }),
-            }
+            self.prev = prev;
+            self.entry += m as u64;
+            left -= m;
         }
         if at != b.len() {
             return Err(SourceError { offset: at });
         }
         Ok(())
+    }
+}
+
+/// Byte lanes 0, 2, 4, 6 of `w`, summed (each at most 255, the sum fits 16 bits).
+#[inline]
+fn even_byte_sum(w: u64) -> u32 {
+    ((w & 0x00ff_00ff_00ff_00ff).wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32
+}
+
+impl SourceDecoder {
+    /// Decodes `n` entries from all of `b` as [`SourceDecoder::decode_exact`]
+    /// does (the same checks: the bytes must hold exactly them), but keeps only
+    /// the entries at `picks` (ascending positions below `n`, counted from the
+    /// first entry decoded; repeats are passed over): `f(j, id, count, edges)`
+    /// for pick j, with `edges` the counts of the entries before it. Returns
+    /// the counts of all `n` entries. Entries between picks are summed four at
+    /// a time where their varints are one byte each (a reader that needs a few
+    /// sources of a chunk neither stores nor scans the others).
+    pub fn decode_picks(
+        &mut self,
+        b: &[u8],
+        n: usize,
+        picks: &[u32],
+        mut f: impl FnMut(usize, u32, u32, u64),
+    ) -> Result<u64, SourceError> {
+        let mut at = 0usize;
+        let mut i = 0usize;
+        let mut edges = 0u64;
+        let mut pj = 0usize;
+        let next_pick = |pj: &mut usize, after: usize| -> usize {
+            while *pj < picks.len() && (picks[*pj] as usize) < after {
+                *pj += 1;
+            }
+            picks.get(*pj).map_or(usize::MAX, |&p| p as usize)
+        };
+        let mut next = next_pick(&mut pj, 0);
+        while i < n {
+            let m_end = n.min(i + (SOURCE_BLOCK - self.entry % SOURCE_BLOCK) as usize);
+            let mut prev = if self.entry.is_multiple_of(SOURCE_BLOCK) {
+                0
+            } else {
+                self.prev
+            };
+            let first = i;
+            while i < m_end {
+                if i + 4 <= m_end {
+                    if let Some(w) = b.get(at..at + 8) {
+                        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                        if w & 0x8080_8080_8080_8080 == 0 {
+                            if next >= i + 4 {
+                                prev = prev.wrapping_add(even_byte_sum(w));
+                                edges += even_byte_sum(w >> 8) as u64;
+                            } else {
+                                for k in 0..4 {
+                                    prev = prev.wrapping_add((w >> (16 * k)) as u8 as u32);
+                                    let c = (w >> (16 * k + 8)) as u8 as u32;
+                                    if i + k == next {
+                                        f(pj, prev, c, edges);
+                                        next = next_pick(&mut pj, i + k + 1);
+                                    }
+                                    edges += c as u64;
+                                }
+                            }
+                            at += 8;
+                            i += 4;
+                            continue;
+                        }
+                    }
+                }
+                let Some((d, l1)) = varint(b, at)? else {
+                    return Err(SourceError { offset: at });
+                };
+                let Some((c, l2)) = varint(b, at + l1)? else {
+                    return Err(SourceError { offset: at });
+                };
+                prev = prev.wrapping_add(d);
+                if i == next {
+                    f(pj, prev, c, edges);
+                    next = next_pick(&mut pj, i + 1);
+                }
+                edges += c as u64;
+                at += l1 + l2;
+                i += 1;
+            }
+            self.prev = prev;
+            self.entry += (i - first) as u64;
+        }
+        if at != b.len() {
+            return Err(SourceError { offset: at });
+        }
+        Ok(edges)
     }
 }
 
@@ -311,7 +421,40 @@ mod tests {
             }
             let mut all = Vec::new();
             SourceDecoder::at_block(0).decode_exact(&out, entries.len(), &mut all).unwrap();
-            prop_assert_eq!(all, entries);
+            prop_assert_eq!(&all, &entries);
+            // Picks (every `stride`-th entry from `pick`, and a repeat): what
+            // decode_exact gives at those positions, the counts before them.
+            let stride = 1 + pick % 7;
+            let mut picks: Vec<u32> = (pick % 5..entries.len()).step_by(stride).map(|x| x as u32).collect();
+            if let Some(&x) = picks.first() {
+                picks.insert(0, x);
+            }
+            let mut got = Vec::new();
+            let total = SourceDecoder::at_block(0)
+                .decode_picks(&out, entries.len(), &picks, |j, id, c, before| got.push((j, id, c, before)))
+                .unwrap();
+            prop_assert_eq!(total, entries.iter().map(|x| x[1] as u64).sum::<u64>());
+            let mut want = Vec::new();
+            let mut seen = None;
+            for (j, &p) in picks.iter().enumerate() {
+                if seen == Some(p) {
+                    continue;
+                }
+                seen = Some(p);
+                let before: u64 = entries[..p as usize].iter().map(|x| x[1] as u64).sum();
+                want.push((j, entries[p as usize][0], entries[p as usize][1], before));
+            }
+            prop_assert_eq!(got, want);
+            // One entry short or one too many: refused as decode_exact refuses.
+            let refused = |n: usize| {
+                SourceDecoder::at_block(0)
+                    .decode_picks(&out, n, &[], |_, _, _, _| ())
+                    .is_err()
+            };
+            if !entries.is_empty() {
+                prop_assert!(refused(entries.len() - 1));
+            }
+            prop_assert!(refused(entries.len() + 1));
         }
     }
 }

@@ -1,13 +1,20 @@
 //! One partition's edge pass (§4.2 steps 2-4, module docs of [`super`]): a
 //! reader thread streams the source table in chunks, picks the active sources,
 //! reads their edges in windows (whole or selectively, by the cost model) and
-//! hands each window to the caller, which applies it into the per-thread
-//! accumulators while the reader fetches the next one.
+//! hands each window to an applying thread, which applies it into its own
+//! accumulator while the reader fetches the next one.
 //!
 //! # Pipeline
-//! At most three windows are alive at a time: the one being applied, one
-//! waiting in a channel of capacity one, and the one being read; two (a
-//! rendezvous channel) when the budget's chunk memory holds no more. The plan
+//! Window w goes to applier w % A through a rendezvous channel of its own (A:
+//! the run's threads, fewer when the chunk memory does not hold A + 1
+//! windows), so at most A + 1 windows are alive: one per applier and the one
+//! being read; and each applier sums the same windows on every run. An
+//! applier takes whole windows: splitting each window among the threads
+//! (rayon, a fork and join per window) cost more than the edges where windows
+//! are small — Kronecker 24 bfs at 130 partitions applies windows of one block
+//! of 4096 source entries, ~11K edges, and the pool's idle threads yielding
+//! between windows took a tenth of the run's samples (warm, 2 threads, two
+//! runs each: 14.4, 14.0 -> 10.2, 10.7 s). The plan
 //! sizes chunks and windows for that ([`super::plan::Plan::in_flight`]). Window
 //! buffers (with their lists of parts) and chunks whose windows are all applied
 //! come back to the reader through a second channel and are reused, also by the
@@ -19,7 +26,11 @@
 //! reused, 0.36M and 7.7-8.6 s). The reader's time in reads is
 //! `io_seconds`; the applying side's is `compute_seconds`, and
 //! `edge_wait_seconds` the time it waited for a window (the part of the reads
-//! not overlapped).
+//! not overlapped), both the appliers' mean.
+//!
+//! A narrow program's chunk keeps only its active sources (those in the
+//! mirror list, [`SourceDecoder::decode_picks`]); the other entries are
+//! decoded for their edge counts alone, never stored nor scanned again.
 
 use super::plan::{Plan, LIST_PIECE, MBLOCK};
 use super::{mirror_active, EdgeReads, ExternalEngine, ExternalStats, MirrorRec, Scratch};
@@ -27,7 +38,6 @@ use crate::error::{EngineError, Result};
 use crate::program::EdgeProgram;
 use outcore_store::pagesums::SUM_GROUP;
 use outcore_store::vpart::{EdgeCodec, Part, SourceDecoder, MAX_SOURCE_BYTES};
-use rayon::prelude::*;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::Instant;
@@ -87,6 +97,9 @@ pub(super) struct EdgeBufs {
     raw: Vec<u8>,
     /// A piece of the mirror list being read (narrow programs' lists).
     list: Vec<u64>,
+    /// A chunk's list entries: positions in the chunk and mirror entries.
+    picks: Vec<u32>,
+    recs: Vec<MirrorRec>,
 }
 
 /// The reader's place in partition q's mirror list of the previous
@@ -107,6 +120,38 @@ impl EdgeBufs {
             }
         }
     }
+}
+
+/// The reader's side of the appliers' channels: window w goes to applier
+/// `w % appliers` (so each applier's windows, and its accumulator's sums, are
+/// the same from run to run).
+struct Dispatch {
+    txs: Vec<SyncSender<Result<Work>>>,
+    next: usize,
+}
+
+impl Dispatch {
+    /// Sends to the next applier; `Err` when it has stopped.
+    fn send(&mut self, w: Result<Work>) -> std::result::Result<(), ()> {
+        let t = self.next;
+        self.next = (t + 1) % self.txs.len();
+        self.txs[t].send(w).map_err(|_| ())
+    }
+}
+
+/// One applier's part of a partition's edge pass.
+#[derive(Default)]
+struct Applied {
+    /// Seconds applying windows and waiting for them.
+    compute: f64,
+    wait: f64,
+    edges: u64,
+    /// Windows applied.
+    windows: u64,
+    /// The first bad edge, with its window's place in the pass.
+    bad: Option<(u64, (u32, u32, f32))>,
+    /// The reader's error, when this applier received it.
+    err: Option<EngineError>,
 }
 
 /// The reader's counters, added to the run's at the end.
@@ -151,88 +196,98 @@ impl ExternalEngine<'_> {
         let (prog, q) = (pass.prog, pass.q);
         let qu = q as usize;
         let nd = self.layout.record.dests[qu];
-        let threads = accs.len();
+        let appliers = (pass.plan.appliers as usize).clamp(1, accs.len());
         let codec = self.layout.codec();
         let weighted = self.layout.weighted && prog.weighted();
         let narrow = prog.narrow_messages();
-        let mut part_edges = 0u64;
-        let mut bad: Option<(u32, u32, f32)> = None;
-        let (tx, rx) = sync_channel::<Result<Work>>(pass.plan.in_flight as usize - 2);
+        // One rendezvous channel per applier: window w goes to applier
+        // w % appliers, so each holds one window and the reader one.
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..appliers)
+            .map(|_| sync_channel::<Result<Work>>(0))
+            .unzip();
         let (free_tx, free_rx) = sync_channel::<Free>(2 * pass.plan.in_flight as usize);
         let mut rbufs = std::mem::take(bufs);
-        let (counts, res) = std::thread::scope(|sc| {
+        let (counts, done) = std::thread::scope(|sc| {
             let reader = sc.spawn(move || {
                 let mut n = ReadCounts::default();
-                if let Err(e) = self.read_edges(pass, &tx, &free_rx, &mut rbufs, &mut n) {
-                    // A read error is the last item the applying side receives.
-                    let _ = tx.send(Err(e));
+                let mut out = Dispatch { txs, next: 0 };
+                if let Err(e) = self.read_edges(pass, &mut out, &free_rx, &mut rbufs, &mut n) {
+                    // A read error is the last item an applier receives.
+                    let _ = out.send(Err(e));
                 }
                 (n, rbufs, free_rx)
             });
-            let res = (|| -> Result<()> {
-                loop {
-                    let tw = Instant::now();
-                    let Ok(w) = rx.recv() else { break };
-                    stats.edge_wait_seconds += tw.elapsed().as_secs_f64();
-                    let Work {
-                        chunk,
-                        buf,
-                        skew,
-                        start,
-                        end,
-                        len,
-                        parts,
-                        edges,
-                    } = w?;
-                    let tc = Instant::now();
-                    stats.edges_processed += edges;
-                    part_edges += edges;
-                    let win = Window {
-                        buf: &buf[skew..skew + len],
-                        end,
-                        codec,
-                        weighted,
-                        base: 8 * codec.byte_range(start, end).0,
-                        rbits: codec.record_bits(),
-                    };
-                    let ctx = SrcCtx {
-                        srcs: chunk.srcs(),
-                        mir: &chunk.mir,
-                        narrow,
-                    };
-                    let b = if threads <= 1 {
-                        apply_parts(prog, &win, &ctx, &parts, &mut accs[0])
-                    } else {
-                        let cuts = shares(&parts, edges, threads);
-                        let parts = &parts;
-                        self.pool.install(|| {
-                            accs.par_iter_mut()
-                                .enumerate()
-                                .map(|(t, acc)| {
-                                    apply_parts(prog, &win, &ctx, &parts[cuts[t]..cuts[t + 1]], acc)
-                                })
-                                .collect::<Vec<_>>()
-                                .into_iter()
-                                .flatten()
-                                .next()
-                        })
-                    };
-                    stats.compute_seconds += tc.elapsed().as_secs_f64();
-                    if let Some(b) = b {
-                        bad = Some(b);
-                        break;
-                    }
-                    // The buffers back to the reader (gone when it has finished);
-                    // the chunk once its last window is applied.
-                    let _ = free_tx.try_send(Free::Window(buf, parts));
-                    if let Ok(c) = Arc::try_unwrap(chunk) {
-                        let _ = free_tx.try_send(Free::Chunk(c));
-                    }
-                }
-                Ok(())
-            })();
-            // Stops the reader when the loop ended early.
-            drop(rx);
+            let workers: Vec<_> = rxs
+                .into_iter()
+                .zip(accs.iter_mut())
+                .enumerate()
+                .map(|(t, (rx, acc))| {
+                    let free_tx = free_tx.clone();
+                    sc.spawn(move || {
+                        let mut d = Applied::default();
+                        loop {
+                            let tw = Instant::now();
+                            let Ok(w) = rx.recv() else { break };
+                            d.wait += tw.elapsed().as_secs_f64();
+                            let Work {
+                                chunk,
+                                buf,
+                                skew,
+                                start,
+                                end,
+                                len,
+                                parts,
+                                edges,
+                            } = match w {
+                                Ok(w) => w,
+                                Err(e) => {
+                                    d.err = Some(e);
+                                    break;
+                                }
+                            };
+                            let tc = Instant::now();
+                            let win = Window {
+                                buf: &buf[skew..skew + len],
+                                end,
+                                codec,
+                                weighted,
+                                base: 8 * codec.byte_range(start, end).0,
+                                rbits: codec.record_bits(),
+                            };
+                            let ctx = SrcCtx {
+                                srcs: chunk.srcs(),
+                                mir: &chunk.mir,
+                                narrow,
+                            };
+                            let b = apply_parts(prog, &win, &ctx, &parts, acc);
+                            d.compute += tc.elapsed().as_secs_f64();
+                            d.edges += edges;
+                            if let Some(b) = b {
+                                // The window's place in the pass: the first bad
+                                // edge of all appliers is reported.
+                                d.bad = Some((d.windows * appliers as u64 + t as u64, b));
+                                break;
+                            }
+                            d.windows += 1;
+                            // The buffers back to the reader (gone when it has
+                            // finished); the chunk once its last window is
+                            // applied.
+                            let _ = free_tx.try_send(Free::Window(buf, parts));
+                            if let Ok(c) = Arc::try_unwrap(chunk) {
+                                let _ = free_tx.try_send(Free::Chunk(c));
+                            }
+                        }
+                        // Dropping the receiver stops the reader when this
+                        // applier ended early.
+                        drop(rx);
+                        d
+                    })
+                })
+                .collect();
+            let done: Vec<Applied> = workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect();
             let (counts, rbufs, free_rx) = reader
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -241,16 +296,32 @@ impl ExternalEngine<'_> {
             *bufs = rbufs;
             drop(free_tx);
             bufs.take_back(&free_rx);
-            (counts, res)
+            (counts, done)
         });
-        res?;
         stats.chunks_skipped += counts.chunks_skipped;
         stats.chunks_selective += counts.chunks_selective;
         stats.chunks_whole += counts.chunks_whole;
         stats.source_bytes_read += counts.source_bytes_read;
         stats.edge_bytes_read += counts.edge_bytes_read;
         stats.io_seconds += counts.io_seconds;
-        if let Some((u, local, w)) = bad {
+        let mut part_edges = 0u64;
+        let mut bad: Option<(u64, (u32, u32, f32))> = None;
+        for d in &done {
+            // The applying side's times: the appliers' mean.
+            stats.compute_seconds += d.compute / appliers as f64;
+            stats.edge_wait_seconds += d.wait / appliers as f64;
+            part_edges += d.edges;
+            if let Some(b) = d.bad {
+                if bad.is_none_or(|x| b.0 < x.0) {
+                    bad = Some(b);
+                }
+            }
+        }
+        stats.edges_processed += part_edges;
+        if let Some(e) = done.into_iter().find_map(|d| d.err) {
+            return Err(e);
+        }
+        if let Some((_, (u, local, w))) = bad {
             if local == u32::MAX {
                 return Err(EngineError::Store(outcore_store::StoreError::Corrupt {
                     file: self
@@ -279,7 +350,7 @@ impl ExternalEngine<'_> {
     fn read_edges<P: EdgeProgram>(
         &self,
         pass: Pass<'_, P>,
-        tx: &SyncSender<Result<Work>>,
+        tx: &mut Dispatch,
         free: &Receiver<Free>,
         bufs: &mut EdgeBufs,
         n: &mut ReadCounts,
@@ -308,6 +379,8 @@ impl ExternalEngine<'_> {
         act.reserve_exact(ce);
         let mut list = std::mem::take(&mut bufs.list);
         list.clear();
+        let mut picks = std::mem::take(&mut bufs.picks);
+        let mut recs = std::mem::take(&mut bufs.recs);
         let mut cur = ListCursor {
             next: 0,
             len: st.list_len[qu][slot_prev as usize].load(std::sync::atomic::Ordering::Relaxed),
@@ -358,12 +431,26 @@ impl ExternalEngine<'_> {
             let skew = self
                 .layout
                 .read_into(Part::Sources, qu, x, y - x, &mut bufs.raw)?;
-            ch.mir.resize(c as usize, 0);
             n.source_bytes_read += y - x;
+            let bad_sources = |e: outcore_store::vpart::SourceError| {
+                self.corrupt(
+                    qu,
+                    "sources",
+                    format!(
+                        "entries {c0}..{} do not decode (byte {})",
+                        c0 + c,
+                        x + e.offset as u64
+                    ),
+                )
+            };
+            let raw = &bufs.raw[skew..skew + (y - x) as usize];
+            act.clear();
             if st.lists {
-                // The list's entries in this chunk, at their places; the others
-                // read as not activated.
-                ch.mir.fill(0);
+                // The list's entries in this chunk are its active sources:
+                // only they are kept (the chunk's entries compact, in position
+                // order), the others decoded only for their edge counts.
+                picks.clear();
+                recs.clear();
                 loop {
                     if cur.at == list.len() {
                         if cur.next == cur.len {
@@ -386,45 +473,41 @@ impl ExternalEngine<'_> {
                     // An entry of a block not read (none: its block is touched)
                     // is passed over.
                     if pos >= c0 {
-                        ch.mir[(pos - c0) as usize] =
-                            super::mirror_record(true, e >> 32, (it - 1) as u32);
+                        picks.push((pos - c0) as u32);
+                        recs.push(super::mirror_record(true, e >> 32, (it - 1) as u32));
                     }
                 }
+                n.io_seconds += tio.elapsed().as_secs_f64();
+                ch.srcs.clear();
+                ch.mir.clear();
+                let edges = SourceDecoder::at_block(c0)
+                    .decode_picks(raw, c as usize, &picks, |j, id, count, before| {
+                        if count > 0 {
+                            act.push((ch.srcs.len() as u32, e_off + before, count));
+                        }
+                        ch.srcs.push([id, count]);
+                        ch.mir.push(recs[j]);
+                    })
+                    .map_err(bad_sources)?;
+                e_off += edges;
             } else {
+                ch.mir.resize(c as usize, 0);
                 st.mirrors
                     .read_pod(st.mirror_offset(qu, nm, slot_prev, c0), &mut ch.mir)?;
                 n.source_bytes_read += c * 8;
-            }
-            n.io_seconds += tio.elapsed().as_secs_f64();
-            SourceDecoder::at_block(c0)
-                .decode_exact(
-                    &bufs.raw[skew..skew + (y - x) as usize],
-                    c as usize,
-                    &mut ch.srcs,
-                )
-                .map_err(|e| {
-                    self.corrupt(
-                        qu,
-                        "sources",
-                        format!(
-                            "entries {c0}..{} do not decode (byte {})",
-                            c0 + c,
-                            x + e.offset as u64
-                        ),
-                    )
-                })?;
-            // Active sources: (source index in chunk, first edge, edge count).
-            act.clear();
-            let mut off = e_off;
-            for (i, (s, m)) in ch.srcs().iter().zip(&ch.mir).enumerate() {
-                if s[1] > 0 && mirror_active(narrow, all, *m, it) {
-                    act.push((i as u32, off, s[1]));
+                n.io_seconds += tio.elapsed().as_secs_f64();
+                SourceDecoder::at_block(c0)
+                    .decode_exact(raw, c as usize, &mut ch.srcs)
+                    .map_err(bad_sources)?;
+                // Active sources: (source index in chunk, first edge, edge count).
+                for (i, (s, m)) in ch.srcs().iter().zip(&ch.mir).enumerate() {
+                    if s[1] > 0 && mirror_active(narrow, all, *m, it) {
+                        act.push((i as u32, e_off, s[1]));
+                    }
+                    e_off += s[1] as u64;
                 }
-                off += s[1] as u64;
             }
-            let chunk_end = off;
             n.active_sources += act.len() as u64;
-            e_off = chunk_end;
             c0 += c;
             if act.is_empty() {
                 n.chunks_skipped += 1;
@@ -507,6 +590,8 @@ impl ExternalEngine<'_> {
                         // The applying side stopped (a bad edge): nothing more.
                         bufs.act = act;
                         bufs.list = list;
+                        bufs.picks = picks;
+                        bufs.recs = recs;
                         return Ok(());
                     }
                     wa = wb;
@@ -515,6 +600,8 @@ impl ExternalEngine<'_> {
         }
         bufs.act = act;
         bufs.list = list;
+        bufs.picks = picks;
+        bufs.recs = recs;
         Ok(())
     }
 }
@@ -688,21 +775,4 @@ fn apply_parts<P: EdgeProgram>(
         }
     }
     bad
-}
-
-/// Cuts `parts` into `t` contiguous shares of about equal edges: share k is
-/// `parts[cuts[k]..cuts[k + 1]]`.
-fn shares(parts: &[(u32, u64, u64)], edges: u64, t: usize) -> Vec<usize> {
-    let mut cuts = vec![0usize];
-    let mut sum = 0u64;
-    for (j, p) in parts.iter().enumerate() {
-        sum += p.2 - p.1;
-        if sum * t as u64 >= edges * cuts.len() as u64 && cuts.len() < t {
-            cuts.push(j + 1);
-        }
-    }
-    while cuts.len() <= t {
-        cuts.push(parts.len());
-    }
-    cuts
 }

@@ -118,29 +118,38 @@ impl ExternalEngine<'_> {
                 self.layout
                     .read_into(Part::Mirrors, p as usize, mb * m0, mb * c, &mut mask_buf)?;
             let masks = &mask_buf[skew..skew + (mb * c) as usize];
-            if st.lists && mb <= 8 {
-                // Lists, masks of one word: a destination not to be written
+            if st.lists {
+                // Lists (narrow programs): a destination not to be written
                 // only moves its partitions' positions on; one to be written
                 // (activated now) appends its message to their lists and marks
-                // its blocks touched.
+                // its blocks touched. The mask is taken a word (64
+                // partitions) at a time: above 64 partitions this went through
+                // the general loop below (Kronecker 24 bfs at 130 partitions,
+                // cold, two runs each: mirror-update thread busy 8.8, 7.7 ->
+                // 6.0, 5.8 s).
                 for (j, mask) in masks.chunks_exact(mb as usize).enumerate() {
                     let i = (m0 as usize) + j;
-                    let mut bits = mask_word(mask);
-                    if job.needed[i / 64] >> (i % 64) & 1 == 0 {
-                        while bits != 0 {
-                            pos[bits.trailing_zeros() as usize] += 1;
-                            bits &= bits - 1;
-                        }
-                        continue;
-                    }
+                    let needed = job.needed[i / 64] >> (i % 64) & 1 == 1;
                     let msg = job.recs[i] as u64;
-                    while bits != 0 {
-                        let q = bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        let at = pos[q];
-                        pos[q] += 1;
-                        touch(st, slots, &mut last_touch[q], q, at);
-                        w.push(q, &mut runs[q], at, msg, true, true)?;
+                    for (wi, piece) in mask.chunks(8).enumerate() {
+                        let mut bits = mask_word(piece);
+                        let pos = &mut pos[wi * 64..];
+                        if !needed {
+                            while bits != 0 {
+                                pos[bits.trailing_zeros() as usize] += 1;
+                                bits &= bits - 1;
+                            }
+                            continue;
+                        }
+                        while bits != 0 {
+                            let b = bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            let q = wi * 64 + b;
+                            let at = pos[b];
+                            pos[b] += 1;
+                            touch(st, slots, &mut last_touch[q], q, at);
+                            w.push(q, &mut runs[q], at, msg, true, true)?;
+                        }
                     }
                 }
                 m0 += c;
@@ -352,11 +361,15 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     }
 }
 
-/// Up to 8 bytes of a mask as a little-endian word, byte by byte: a copy of a
-/// few bytes would be a call to memcpy and a stalled load of what it stored.
+/// Up to 8 bytes of a mask as a little-endian word: 8 by one load, fewer byte
+/// by byte (a copy of a few bytes would be a call to memcpy and a stalled load
+/// of what it stored).
 #[inline]
 fn mask_word(bytes: &[u8]) -> u64 {
     debug_assert!(bytes.len() <= 8);
+    if let Ok(w) = <[u8; 8]>::try_from(bytes) {
+        return u64::from_le_bytes(w);
+    }
     bytes
         .iter()
         .enumerate()

@@ -26,8 +26,9 @@
 //!    every source sends; when its message is nonzero, for wide messages); read the chunk's edges whole, or only the active
 //!    sources' runs merged across small gaps, whichever the cost model (device
 //!    profile: per-request latency + bytes at the sequential bandwidth) prices
-//!    lower; threads take contiguous shares of a window's active sources and
-//!    apply the program's edge function into accumulators of their own (one
+//!    lower; the run's threads apply whole windows, window w on thread
+//!    w % threads (so a thread's sums are the same from run to run), the
+//!    program's edge function into accumulators of their own (one
 //!    array of the partition's destinations per thread), combined in thread order
 //!    when the partition's edges are done — §4.2 step 4's per-thread buffers,
 //!    without atomics (measured: bucketing updates by destination slice and
@@ -93,8 +94,9 @@
 //! pending run never grows past), a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
 //! 17 for two mirror jobs — 9 for narrow messages — per destination), and chunk buffers from what is left,
-//! between 2 x [`min_slot`] (600 KiB unweighted, 608 KiB weighted) and 64 MiB, shared by the three
-//! windows of edges (two when fewer fit), with their chunks of source entries
+//! between 2 x [`min_slot`] (600 KiB unweighted, 608 KiB weighted) and 64 MiB, shared by the
+//! windows of edges alive (one per applying thread and the one being read:
+//! three on two threads; fewer threads apply when fewer windows fit), with their chunks of source entries
 //! (74 bytes per entry — its record as read and decoded, mirror entry and work lists), alive in the
 //! edge pass's pipeline (`edges.rs`). A layout whose largest
 //! partition does not fit is refused with [`EngineError::Budget`]; the caller

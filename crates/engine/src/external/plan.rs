@@ -19,10 +19,6 @@ pub(super) fn mirror_gap(buf_bytes: u64) -> usize {
 /// [`outcore_store::vpart::MAX_SOURCE_BYTES`]) and decoded (8), its mirror
 /// entry (8), and at most one active-source and one window-part entry (24 each).
 pub(super) const CHUNK_ENTRY_BYTES: u64 = outcore_store::vpart::MAX_SOURCE_BYTES + 64;
-/// Windows of edges (with their chunks of source entries) alive at a time in a
-/// partition's edge pass: applied, waiting, being read (`edges.rs`); two (no
-/// window waiting) when the chunk memory holds no more.
-pub(super) const IN_FLIGHT: u64 = 3;
 
 /// The least chunk memory of one window in flight: a chunk of one block of
 /// source entries and 1024 edges.
@@ -56,7 +52,12 @@ pub struct Plan {
     pub chunk_memory: u64,
     pub chunk_entries: u64,
     pub window_edges: u64,
-    /// Windows alive at a time in the edge pass (2 or `IN_FLIGHT`).
+    /// Threads applying windows of edges in the edge pass (`edges.rs`): the
+    /// run's threads, fewer when the chunk memory does not hold a window for
+    /// each and one for the reader.
+    pub appliers: u64,
+    /// Windows alive at a time in the edge pass: one per applier and the one
+    /// being read.
     pub in_flight: u64,
 }
 
@@ -107,11 +108,10 @@ pub fn plan(
         ));
     }
     let chunk = left.min(64 << 20);
-    let in_flight = if chunk >= IN_FLIGHT * slot_min {
-        IN_FLIGHT
-    } else {
-        2
-    };
+    let appliers = (threads.max(1) as u64)
+        .min((chunk / slot_min).saturating_sub(1))
+        .max(1);
+    let in_flight = appliers + 1;
     // Each window in flight: half its share for the chunk of source entries
     // (whole blocks, at least one), the rest for edges (at least 1024).
     let slot = chunk / in_flight;
@@ -122,6 +122,7 @@ pub fn plan(
         chunk_memory: chunk,
         chunk_entries,
         window_edges: ((slot - chunk_entries * CHUNK_ENTRY_BYTES) / edge_bytes).max(1024),
+        appliers,
         in_flight,
     })
 }
