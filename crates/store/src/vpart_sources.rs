@@ -128,6 +128,19 @@ fn varint(b: &[u8], at: usize) -> Result<Option<(u32, usize)>, SourceError> {
     unreachable!("the fifth byte ends the varint or is refused")
 }
 
+/// One whole entry at `b[at..]`: (id difference, count, bytes); an entry the
+/// bytes end inside is refused at its first byte.
+#[inline]
+fn entry(b: &[u8], at: usize) -> Result<(u32, u32, usize), SourceError> {
+    let Some((d, l1)) = varint(b, at)? else {
+        return Err(SourceError { offset: at });
+    };
+    let Some((c, l2)) = varint(b, at + l1)? else {
+        return Err(SourceError { offset: at });
+    };
+    Ok((d, c, l1 + l2))
+}
+
 /// Decodes a table's entries in order from wherever a block starts.
 #[derive(Debug, Clone)]
 pub struct SourceDecoder {
@@ -208,15 +221,10 @@ impl SourceDecoder {
                         }
                     }
                 }
-                let Some((d, l1)) = varint(b, at)? else {
-                    return Err(SourceError { offset: at });
-                };
-                let Some((c, l2)) = varint(b, at + l1)? else {
-                    return Err(SourceError { offset: at });
-                };
+                let (d, c, l) = entry(b, at)?;
                 prev = prev.wrapping_add(d);
                 out.push([prev, c]);
-                at += l1 + l2;
+                at += l;
                 i += 1;
             }
             self.prev = prev;
@@ -296,19 +304,14 @@ impl SourceDecoder {
                         }
                     }
                 }
-                let Some((d, l1)) = varint(b, at)? else {
-                    return Err(SourceError { offset: at });
-                };
-                let Some((c, l2)) = varint(b, at + l1)? else {
-                    return Err(SourceError { offset: at });
-                };
+                let (d, c, l) = entry(b, at)?;
                 prev = prev.wrapping_add(d);
                 if i == next {
                     f(pj, prev, c, edges);
                     next = next_pick(&mut pj, i + 1);
                 }
                 edges += c as u64;
-                at += l1 + l2;
+                at += l;
                 i += 1;
             }
             self.prev = prev;
