@@ -69,6 +69,13 @@ impl EdgeProgram for Bfs {
         true
     }
     #[inline]
+    fn epoch_messages(&self) -> bool {
+        // Synchronously, the root is at depth 0 and a vertex first reached in
+        // iteration e is at depth e (its candidates are at depth e - 1 + 1), so
+        // a source activated in iteration e sends e.
+        true
+    }
+    #[inline]
     fn idle_without_messages(&self) -> bool {
         true
     }

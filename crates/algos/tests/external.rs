@@ -153,11 +153,12 @@ fn check(store: &Store, ks: &[u32]) {
         let eb = if store.weighted() { 8 } else { 4 };
         let tight = outcore_engine::external::min_memory(&rec, 44, false, eb, 2);
         // The tight run assembles its result 97 vertices at a time and keeps
-        // narrow programs' mirror entries in slots, the others in lists.
-        for (threads, memory, reads, result_window, lists) in [
-            (1, 1 << 30, EdgeReads::Auto, 0, true),
-            (2, tight, EdgeReads::Whole, 97, false),
-            (2, 1 << 30, EdgeReads::Selective, 0, true),
+        // narrow programs' mirror entries in slots, the others in lists (bfs's
+        // as bitmaps in the first, as lists of entries in the last).
+        for (threads, memory, reads, result_window, lists, bits) in [
+            (1, 1 << 30, EdgeReads::Auto, 0, true, true),
+            (2, tight, EdgeReads::Whole, 97, false, false),
+            (2, 1 << 30, EdgeReads::Selective, 0, true, false),
         ] {
             for (algo, p, w) in &want {
                 let cfg = ExternalConfig {
@@ -166,12 +167,13 @@ fn check(store: &Store, ks: &[u32]) {
                     edge_reads: reads,
                     result_window,
                     narrow_lists: lists,
+                    mirror_bits: bits,
                     ..Default::default()
                 };
                 let mut e = ExternalEngine::new(&store, cfg).unwrap();
                 let r = run_program(&mut e, &store, *algo, p).unwrap();
                 let what = format!(
-                    "{} root {} K={k} threads {threads} memory {memory} {reads:?} lists {lists}",
+                    "{} root {} K={k} threads {threads} memory {memory} {reads:?} lists {lists} bits {bits}",
                     algo.name(),
                     p.root
                 );

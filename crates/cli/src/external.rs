@@ -543,6 +543,7 @@ pub fn run(
         },
         result_window: 0,
         narrow_lists: true,
+        mirror_bits: true,
     };
     let mut engine = ExternalEngine::new(&store, cfg)?;
     let bar = ProgressBar::new(0);

@@ -179,6 +179,12 @@ impl VpartLayout {
     ) -> Result<usize> {
         self.sums[q][part as usize].read_checked(self.file(part, q), offset, offset + bytes, buf)
     }
+    /// Asks for payload bytes `offset..offset + bytes` of partition `q`'s
+    /// `part` file to be read ahead into the page cache (a hint; the read that
+    /// uses them checks them).
+    pub fn will_need(&self, part: Part, q: usize, offset: u64, bytes: u64) {
+        self.file(part, q).will_need(offset, bytes)
+    }
     /// Every partition's source-table block index.
     pub fn block_indexes(&self) -> &[BlockIndex] {
         &self.block_index

@@ -451,30 +451,57 @@ impl ExternalEngine<'_> {
                 // order), the others decoded only for their edge counts.
                 picks.clear();
                 recs.clear();
-                loop {
-                    if cur.at == list.len() {
-                        if cur.next == cur.len {
+                if st.bits {
+                    // The chunk's words of the bitmap (whole blocks: c0 is a
+                    // block's first entry, so a word's first), its set bits
+                    // the activated entries, each with the message the
+                    // program gives its epoch, it - 1.
+                    let (w0, w1) = (c0 / 64, (c0 + c).div_ceil(64));
+                    list.resize((w1 - w0) as usize, 0);
+                    st.mirrors
+                        .read_pod(st.mirror_offset(qu, nm, slot_prev, w0), &mut list)?;
+                    n.source_bytes_read += (w1 - w0) * 8;
+                    let r = super::mirror_record(true, it - 1, (it - 1) as u32);
+                    for (j, &word) in list.iter().enumerate() {
+                        let mut b = word;
+                        while b != 0 {
+                            let i = 64 * j as u32 + b.trailing_zeros();
+                            b &= b - 1;
+                            if (i as u64) < c {
+                                picks.push(i);
+                                recs.push(r);
+                            }
+                        }
+                    }
+                }
+                if !st.bits {
+                    loop {
+                        if cur.at == list.len() {
+                            if cur.next == cur.len {
+                                break;
+                            }
+                            let m = (cur.len - cur.next).min(LIST_PIECE);
+                            list.resize(m as usize, 0);
+                            st.mirrors.read_pod(
+                                st.mirror_offset(qu, nm, slot_prev, cur.next),
+                                &mut list,
+                            )?;
+                            n.source_bytes_read += m * 8;
+                            cur.next += m;
+                            cur.at = 0;
+                        }
+                        let e = list[cur.at];
+                        let pos = e & 0xffff_ffff;
+                        if pos >= c0 + c {
                             break;
                         }
-                        let m = (cur.len - cur.next).min(LIST_PIECE);
-                        list.resize(m as usize, 0);
-                        st.mirrors
-                            .read_pod(st.mirror_offset(qu, nm, slot_prev, cur.next), &mut list)?;
-                        n.source_bytes_read += m * 8;
-                        cur.next += m;
-                        cur.at = 0;
-                    }
-                    let e = list[cur.at];
-                    let pos = e & 0xffff_ffff;
-                    if pos >= c0 + c {
-                        break;
-                    }
-                    cur.at += 1;
-                    // An entry of a block not read (none: its block is touched)
-                    // is passed over.
-                    if pos >= c0 {
-                        picks.push((pos - c0) as u32);
-                        recs.push(super::mirror_record(true, e >> 32, (it - 1) as u32));
+                        cur.at += 1;
+                        // An entry of a block not read (none: its block is touched)
+                        // is passed over.
+                        if pos >= c0 {
+                            picks.push((pos - c0) as u32);
+                            recs.push(super::mirror_record(true, e >> 32, (it - 1) as u32));
+                        }
                     }
                 }
                 n.io_seconds += tio.elapsed().as_secs_f64();

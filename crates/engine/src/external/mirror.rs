@@ -35,7 +35,10 @@ impl ExternalEngine<'_> {
             .map(|r| r.lock().expect("mirror run lock"))
             .collect();
         debug_assert!(
-            p != 0 || runs.iter().all(|r| r.buf.is_empty()),
+            p != 0
+                || runs
+                    .iter()
+                    .all(|r| r.buf.is_empty() && r.fill == 0 && r.start * st.bits as u64 == 0),
             "a run left by the previous iteration"
         );
         let slots: &[u64] = match (it, it % 2) {
@@ -48,7 +51,8 @@ impl ExternalEngine<'_> {
             sink: |q: usize, start: u64, entries: &[MirrorRec]| -> Result<()> {
                 for &s in slots {
                     // A list's entries are appended; a slot's go to their positions.
-                    let at = if st.lists {
+                    // A bitmap's words go to their positions (in words).
+                    let at = if st.lists && !st.bits {
                         st.list_len[q][s as usize]
                             .fetch_add(entries.len() as u64, std::sync::atomic::Ordering::Relaxed)
                     } else {
@@ -63,6 +67,7 @@ impl ExternalEngine<'_> {
             },
             narrow: job.narrow,
             list: st.lists,
+            bits: st.bits,
             cap: (buf_bytes / 8) as usize,
             gap: mirror_gap(buf_bytes),
         };
@@ -74,7 +79,7 @@ impl ExternalEngine<'_> {
                 let d = self.layout.segment(q as u32, p + 1) - self.layout.segment(q as u32, p);
                 w.jump(q, run, d)?;
                 if last {
-                    w.end(q, run)?;
+                    w.end_any(q, run, rec.mirrors[q])?;
                 }
             }
             return Ok(MirrorDone {
@@ -141,6 +146,11 @@ impl ExternalEngine<'_> {
                             }
                             continue;
                         }
+                        debug_assert!(
+                            !st.bits || job.recs[i] as u64 == it,
+                            "a program with epoch messages sends {} from iteration {it}",
+                            job.recs[i]
+                        );
                         while bits != 0 {
                             let b = bits.trailing_zeros() as usize;
                             bits &= bits - 1;
@@ -148,7 +158,11 @@ impl ExternalEngine<'_> {
                             let at = pos[b];
                             pos[b] += 1;
                             touch(st, slots, &mut last_touch[q], q, at);
-                            w.push(q, &mut runs[q], at, msg, true, true)?;
+                            if st.bits {
+                                w.bit(q, &mut runs[q], at)?;
+                            } else {
+                                w.push(q, &mut runs[q], at, msg, true, true)?;
+                            }
                         }
                     }
                 }
@@ -194,7 +208,7 @@ impl ExternalEngine<'_> {
         }
         if last {
             for (q, run) in runs.iter_mut().enumerate() {
-                w.end(q, run)?;
+                w.end_any(q, run, rec.mirrors[q])?;
             }
         }
         Ok(MirrorDone {
@@ -225,6 +239,9 @@ struct Writer<W> {
     /// run is the list's pending tail, only needed entries, written (appended)
     /// when the buffer is full and at the iteration's end.
     list: bool,
+    /// With `list`: the slots are bitmaps ([`super::Scratch::bits`]), written
+    /// through [`Writer::bit`] and [`Writer::end_bits`].
+    bits: bool,
     /// Entries a run's buffer holds (whole pages).
     cap: usize,
     /// Unchanged entries rewritten rather than ending a run.
@@ -334,6 +351,98 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
             return Ok(());
         }
         self.end(q, run)
+    }
+
+    /// Sets bit `at` of partition q's bitmap, the bits from the run's position
+    /// to it zero.
+    #[inline]
+    fn bit(&mut self, q: usize, run: &mut MirrorRun, at: u64) -> Result<()> {
+        self.zeros_to(q, run, at)?;
+        run.word |= 1 << run.fill;
+        run.fill += 1;
+        if run.fill == 64 {
+            self.put_word(q, run)?;
+        }
+        Ok(())
+    }
+
+    /// A bitmap run's word is complete: into the buffer, written when full.
+    #[inline]
+    fn put_word(&mut self, q: usize, run: &mut MirrorRun) -> Result<()> {
+        run.buf.push(run.word);
+        run.word = 0;
+        run.fill = 0;
+        if run.buf.len() == self.cap {
+            self.flush_bits(q, run, self.cap)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a bitmap run's first `n` words (whole buffers but the last, whose
+    /// page is padded with zeros) and moves its start past the buffer.
+    fn flush_bits(&mut self, q: usize, run: &mut MirrorRun, n: usize) -> Result<()> {
+        (self.sink)(q, run.start, &run.buf[..n])?;
+        run.start += run.buf.len() as u64;
+        run.buf.clear();
+        Ok(())
+    }
+
+    /// Zero bits up to position `to` of partition q's bitmap.
+    fn zeros_to(&mut self, q: usize, run: &mut MirrorRun, to: u64) -> Result<()> {
+        let mut at = run.next_bit();
+        debug_assert!(to >= at, "bitmap position {to} behind the run's {at}");
+        if run.fill > 0 {
+            let d = (to - at).min(64 - run.fill as u64);
+            run.fill += d as u32;
+            at += d;
+            if run.fill < 64 {
+                // `to` is inside the word.
+                return Ok(());
+            }
+            self.put_word(q, run)?;
+        }
+        while to - at >= 64 {
+            // Whole zero words, up to the buffer's end.
+            let n = (((to - at) / 64) as usize).min(self.cap - run.buf.len());
+            run.buf.resize(run.buf.len() + n, 0);
+            at += 64 * n as u64;
+            if run.buf.len() == self.cap {
+                self.flush_bits(q, run, self.cap)?;
+            }
+        }
+        run.fill = (to - at) as u32;
+        Ok(())
+    }
+
+    /// Ends partition q's bitmap run at its table's end `nm` (the iteration's
+    /// last update): the last words written, padded with zeros to a whole page
+    /// (within the slot, which is sized for 8-byte entries).
+    fn end_bits(&mut self, q: usize, run: &mut MirrorRun, nm: u64) -> Result<()> {
+        self.zeros_to(q, run, nm)?;
+        if run.fill > 0 {
+            run.buf.push(run.word);
+            run.word = 0;
+            run.fill = 0;
+        }
+        let n = run.buf.len();
+        if n > 0 {
+            let page = PAGE_ENTRIES as usize;
+            run.buf.resize(n.div_ceil(page) * page, 0);
+            let m = run.buf.len();
+            self.flush_bits(q, run, m)?;
+        }
+        run.start = 0;
+        Ok(())
+    }
+
+    /// Ends partition q's run at the iteration's end (its table has `nm`
+    /// entries): [`Writer::end_bits`] or [`Writer::end`].
+    fn end_any(&mut self, q: usize, run: &mut MirrorRun, nm: u64) -> Result<()> {
+        if self.bits {
+            self.end_bits(q, run, nm)
+        } else {
+            self.end(q, run)
+        }
     }
 
     /// Ends partition q's run after its last needed entry (a narrow run padded
@@ -666,6 +775,7 @@ mod tests {
                 },
                 narrow,
                 list: false,
+                bits: false,
                 cap,
                 gap: mirror_gap(cap as u64 * 8),
             };
@@ -730,6 +840,7 @@ mod tests {
                 },
                 narrow: true,
                 list: true,
+                bits: false,
                 cap,
                 gap: mirror_gap(cap as u64 * 8),
             };
@@ -755,6 +866,69 @@ mod tests {
             }
             w.end(0, &mut run).unwrap();
             prop_assert_eq!(&list, &want);
+            if let Some((last, full)) = sizes.split_last() {
+                prop_assert!(full.iter().all(|&n| n == cap), "{:?}", sizes);
+                prop_assert!(*last > 0 && *last <= cap);
+            }
+        }
+    }
+
+    proptest! {
+        /// A bitmap run, carried over several partitions' segments (jumps
+        /// between set bits, ends at unknown places), writes its slot from
+        /// the first word to past the table's last bit: exactly the set bits,
+        /// zeros elsewhere, each word once, in writes of whole buffers but the
+        /// last, which ends on a page.
+        #[test]
+        fn bitmap_runs_write_exactly_the_set_bits_once(
+            pages in 1usize..4,
+            gaps in proptest::collection::vec(prop_oneof![
+                4 => 0u64..3,
+                2 => 3u64..200,
+                1 => 200u64..40_000,
+            ], 0..2000),
+            tail in 0u64..5000,
+        ) {
+            let cap = pages * PAGE_ENTRIES as usize;
+            let mut words: std::collections::BTreeMap<u64, u64> = Default::default();
+            let mut sizes: Vec<usize> = Vec::new();
+            let mut run = MirrorRun::new(cap as u64 * 8);
+            let mut w = Writer {
+                sink: |_q: usize, start: u64, entries: &[u64]| -> crate::error::Result<()> {
+                    sizes.push(entries.len());
+                    assert_eq!(start % PAGE_ENTRIES, 0, "a write not on a page");
+                    for (j, &e) in entries.iter().enumerate() {
+                        assert!(words.insert(start + j as u64, e).is_none(), "word written twice");
+                    }
+                    Ok(())
+                },
+                narrow: true,
+                list: true,
+                bits: true,
+                cap,
+                gap: mirror_gap(cap as u64 * 8),
+            };
+            let (mut at, mut set) = (0u64, Vec::new());
+            for &g in &gaps {
+                at += g;
+                w.bit(0, &mut run, at).unwrap();
+                set.push(at);
+                at += 1;
+                prop_assert_eq!(run.buf.capacity(), cap);
+            }
+            let nm = at + tail;
+            w.end_bits(0, &mut run, nm).unwrap();
+            prop_assert_eq!(run.start, 0);
+            prop_assert!(run.buf.is_empty() && run.fill == 0);
+            let nw = nm.div_ceil(64);
+            let written = words.len() as u64;
+            prop_assert!(written >= nw && written.is_multiple_of(PAGE_ENTRIES), "{} words for {}", written, nw);
+            prop_assert!(words.keys().copied().eq(0..written), "words not contiguous from 0");
+            let mut want = vec![0u64; written as usize];
+            for &b in &set {
+                want[(b / 64) as usize] |= 1 << (b % 64);
+            }
+            prop_assert!(words.values().copied().eq(want.iter().copied()));
             if let Some((last, full)) = sizes.split_last() {
                 prop_assert!(full.iter().all(|&n| n == cap), "{:?}", sizes);
                 prop_assert!(*last > 0 && *last <= cap);

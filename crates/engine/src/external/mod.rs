@@ -187,6 +187,10 @@ pub struct ExternalConfig {
     /// Lists need every partition's table below 2^32 entries (slots are used
     /// otherwise); slots stay available for tests and measurements.
     pub narrow_lists: bool,
+    /// With `narrow_lists`, a program whose message is its source's
+    /// activation epoch ([`EdgeProgram::epoch_messages`]: bfs) keeps its
+    /// mirror slots as bitmaps of the activated entries instead of lists.
+    pub mirror_bits: bool,
 }
 
 impl Default for ExternalConfig {
@@ -199,6 +203,7 @@ impl Default for ExternalConfig {
             edge_reads: EdgeReads::Auto,
             result_window: 0,
             narrow_lists: true,
+            mirror_bits: true,
         }
     }
 }
@@ -433,6 +438,7 @@ impl<'s> ExternalEngine<'s> {
         let lists = prog.narrow_messages()
             && self.cfg.narrow_lists
             && rec.mirrors.iter().all(|&m| m <= u32::MAX as u64);
+        let bits = lists && prog.epoch_messages() && self.cfg.mirror_bits;
         let list_len: Vec<[std::sync::atomic::AtomicU64; 2]> =
             (0..k).map(|_| Default::default()).collect();
         let runs: Vec<std::sync::Mutex<scratch::MirrorRun>> = (0..k)
@@ -448,6 +454,7 @@ impl<'s> ExternalEngine<'s> {
             touched: &touched,
             written: &written,
             lists,
+            bits,
             list_len: &list_len,
         };
 
@@ -643,9 +650,21 @@ impl<'s> ExternalEngine<'s> {
         // read again by the next).
         let piece = (window / k.max(1) as u64 + 1).clamp(1024, MAX_PIECE);
         let mut cursor = vec![0u64; k];
+        let vsize = std::mem::size_of::<P::V>() as u64;
         let mut w0 = 0u64;
         while w0 < n {
             let w1 = n.min(w0 + window);
+            // Every partition's next two pieces of ids and values asked for
+            // at once (this window's and the next one's): the 2k small reads
+            // of a window are then in flight together, not waited for one
+            // after another (Kronecker 24 bfs at 16M, 130 partitions, cold:
+            // see the design notes).
+            for (q, &cur) in cursor.iter().enumerate() {
+                let ahead = (2 * piece).min(rec.dests[q] - cur);
+                self.layout.will_need(Part::Dests, q, 4 * cur, 4 * ahead);
+                st.dests
+                    .will_need(st.dest_base[q] + cur * vsize, ahead * vsize);
+            }
             for (q, cur) in cursor.iter_mut().enumerate() {
                 let nd = rec.dests[q];
                 while *cur < nd {
@@ -826,7 +845,12 @@ impl<'s> ExternalEngine<'s> {
         let words = mirror::job_words(narrow);
         let mut recs: Vec<u32> = vec![0; nd as usize * words];
         let mut needed = vec![0u64; (nd as usize).div_ceil(64)];
-        let res: Vec<(u64, Sums)> = self.pool.install(|| {
+        // Pages of a block whose values `apply` changed (bit j: the block's
+        // page j of values), for programs without epochs: the others need not
+        // be written back where the block was written before.
+        let page_vals = (scratch::PAGE / vsize).max(1) as usize;
+        let by_pages = !keep_eps && BLOCK.div_ceil(page_vals) <= 64;
+        let res: Vec<(u64, Sums, u64)> = self.pool.install(|| {
             vals.par_chunks_mut(BLOCK)
                 .zip(eps.par_chunks_mut(BLOCK))
                 .zip(acc.par_chunks(BLOCK))
@@ -837,13 +861,18 @@ impl<'s> ExternalEngine<'s> {
                 .map(|(b, (((((v, e), a), d), r), nb))| {
                     let mut ag = Sums::default();
                     let mut n_act = 0u64;
+                    let mut pages = 0u64;
                     if hit.as_ref().is_some_and(|h| !h[b]) {
-                        return (n_act, ag);
+                        return (n_act, ag, pages);
                     }
                     for i in 0..v.len() {
                         let before = prog.message(&v[i], d[i]);
                         let mut one: Aggregates = [0.0; 4];
+                        let old = v[i];
                         let act = prog.apply(g, &mut v[i], a[i], d[i], &mut one);
+                        if by_pages && bytemuck::bytes_of(&old) != bytemuck::bytes_of(&v[i]) {
+                            pages |= 1 << (i / page_vals);
+                        }
                         ag.add(&one);
                         let after = prog.message(&v[i], d[i]);
                         debug_assert!(
@@ -861,26 +890,71 @@ impl<'s> ExternalEngine<'s> {
                         let need = all || mirror_need(narrow, &e[i], it);
                         nb[i / 64] |= (need as u64) << (i % 64);
                     }
-                    (n_act, ag)
+                    (n_act, ag, pages)
                 })
                 .collect()
         });
         let mut active = 0u64;
-        for (a, ag) in res {
+        let mut changed = Vec::with_capacity(res.len());
+        for (a, ag, pages) in res {
             active += a;
             agg.merge(&ag);
+            changed.push(pages);
         }
         stats.compute_seconds += tc.elapsed().as_secs_f64();
         let tio = Instant::now();
-        for r in &runs {
-            st.write_dest_range(
-                q,
-                nd,
-                r.start as u64,
-                &vals[r.clone()],
-                keep_eps.then(|| &eps[r.clone()]),
-            )?;
-            stats.dest_bytes_written += r.len() as u64 * (vsize + if keep_eps { 8 } else { 0 });
+        if by_pages {
+            // Only what changed: a block never written before whole (its other
+            // pages would read as zeros, not initial values), else its changed
+            // pages (BFS's late levels change a few values in each block:
+            // Kronecker 24 at 16M, see the design notes).
+            let mut wr: Vec<std::ops::Range<usize>> = Vec::new();
+            for r in &runs {
+                let blocks = r.start / BLOCK..r.end.div_ceil(BLOCK);
+                for (b, &pages) in changed[blocks.clone()].iter().enumerate() {
+                    let b = blocks.start + b;
+                    if pages == 0 {
+                        continue;
+                    }
+                    let (b0, b1) = (b * BLOCK, ((b + 1) * BLOCK).min(nd as usize));
+                    if !st.written[qu].get(b as u32) {
+                        st.write_dest_range(q, nd, b0 as u64, &vals[b0..b1], None)?;
+                        stats.dest_bytes_written += (b1 - b0) as u64 * vsize;
+                        continue;
+                    }
+                    let mut m = pages;
+                    while m != 0 {
+                        let j = m.trailing_zeros() as usize;
+                        let run = (m >> j).trailing_ones() as usize;
+                        m &= if run == 64 {
+                            0
+                        } else {
+                            !(((1u64 << run) - 1) << j)
+                        };
+                        let x = (b0 + j * page_vals).min(b1);
+                        let y = (b0 + (j + run) * page_vals).min(b1);
+                        match wr.last_mut() {
+                            Some(l) if l.end == x => l.end = y,
+                            _ => wr.push(x..y),
+                        }
+                    }
+                }
+            }
+            for r in wr {
+                st.write_dest_values(q, r.start as u64, &vals[r.clone()])?;
+                stats.dest_bytes_written += r.len() as u64 * vsize;
+            }
+        } else {
+            for r in &runs {
+                st.write_dest_range(
+                    q,
+                    nd,
+                    r.start as u64,
+                    &vals[r.clone()],
+                    keep_eps.then(|| &eps[r.clone()]),
+                )?;
+                stats.dest_bytes_written += r.len() as u64 * (vsize + if keep_eps { 8 } else { 0 });
+            }
         }
         stats.io_seconds += tio.elapsed().as_secs_f64();
         let job = MirrorJob::built(narrow, q, it, recs, needed, hit);

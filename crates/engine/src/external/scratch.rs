@@ -41,6 +41,13 @@ pub(super) struct Scratch<'a> {
     /// it, each its position in q's table (low 32 bits) and message (high 32),
     /// by ascending position ([`list_record`]).
     pub(super) lists: bool,
+    /// With `lists`, for programs whose message is the activation epoch
+    /// ([`crate::program::EdgeProgram::epoch_messages`]): slot s of partition q
+    /// is instead a bitmap of its table, bit i set when entry i's source was
+    /// activated in the iteration that last wrote the slot (which gives its
+    /// message), rewritten whole every iteration (zeros included), so an
+    /// activated entry costs one bit rather than the 8 bytes of a list entry.
+    pub(super) bits: bool,
     pub(super) list_len: &'a [[std::sync::atomic::AtomicU64; 2]],
 }
 
@@ -78,6 +85,23 @@ impl Scratch<'_> {
         let vs = std::mem::size_of::<V>() as u64;
         self.dests
             .read_pod(self.dest_base[q as usize] + eps_offset(n, vs) + i0 * 8, eps)?;
+        Ok(())
+    }
+    /// Rewrites the values of destinations `i0..i0 + vals.len()` of partition
+    /// q, all in blocks written before (whose `written` bits are set).
+    pub(super) fn write_dest_values<V: bytemuck::Pod>(
+        &self,
+        q: u32,
+        i0: u64,
+        vals: &[V],
+    ) -> Result<()> {
+        let vs = std::mem::size_of::<V>() as u64;
+        debug_assert!(
+            (i0 as usize / BLOCK..(i0 as usize + vals.len()).div_ceil(BLOCK))
+                .all(|b| self.written[q as usize].get(b as u32))
+        );
+        self.dests
+            .write_pod(self.dest_base[q as usize] + i0 * vs, vals)?;
         Ok(())
     }
     /// Writes destinations `i0..i0 + vals.len()` of partition q (of `n`), and
@@ -143,10 +167,17 @@ pub(super) fn dest_bytes(n: u64, vs: u64) -> u64 {
 /// ending in one that must be written, the rest unchanged ones that may be
 /// rewritten to join it to the next. Its buffer never holds more than the
 /// capacity it was made with (the plan's mirror buffer, whole pages).
+///
+/// For bitmap slots ([`Scratch::bits`]) the run is the slot's pending words
+/// instead: `buf` the whole words from word `start` on, `word` the next one's
+/// first `fill` bits; the slot is written from its first word to its last in
+/// every iteration, a full buffer at a time.
 pub(super) struct MirrorRun {
     pub(super) start: u64,
     pub(super) changed: usize,
     pub(super) buf: Vec<u64>,
+    pub(super) word: u64,
+    pub(super) fill: u32,
 }
 
 impl MirrorRun {
@@ -156,7 +187,15 @@ impl MirrorRun {
             start: 0,
             changed: 0,
             buf: Vec::with_capacity((buf_bytes / 8) as usize),
+            word: 0,
+            fill: 0,
         }
+    }
+    /// A bitmap run's next position (the bits before it are in the run or
+    /// written).
+    #[inline]
+    pub(super) fn next_bit(&self) -> u64 {
+        (self.start + self.buf.len() as u64) * 64 + self.fill as u64
     }
 }
 

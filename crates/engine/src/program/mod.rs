@@ -111,6 +111,15 @@ pub trait EdgeProgram: Sync {
     fn narrow_messages(&self) -> bool {
         false
     }
+    /// A narrow program whose message is its source's activation epoch: run
+    /// synchronously (one iteration's messages from the previous one's
+    /// activations, as the external engine runs it), a source activated in
+    /// iteration e (0: by `init`) sends message e (BFS: its depth). Engines
+    /// that move messages may then move only which sources were activated
+    /// (one bit a mirror, see the external engine) and give them e.
+    fn epoch_messages(&self) -> bool {
+        false
+    }
     /// `apply` with `identity` (no message arrived) leaves the value and the
     /// activity alone and adds no aggregate, so a partition that received nothing
     /// can be passed over.
