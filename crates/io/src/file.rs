@@ -439,19 +439,10 @@ impl InFile {
     /// than each waited for in turn. Nothing is counted as read (the read
     /// that uses them is); a no-op for direct and mapped files.
     pub fn will_need(&self, offset: u64, len: u64) {
-        if self.direct || self.map.is_some() || len == 0 {
+        if self.direct || self.map.is_some() {
             return;
         }
-        // SAFETY: plain syscall on a file descriptor we own; a hint, whose
-        // failure changes nothing but speed.
-        unsafe {
-            libc::posix_fadvise(
-                std::os::fd::AsRawFd::as_raw_fd(&self.file),
-                offset as libc::off_t,
-                len as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            );
-        }
+        will_need(&self.file, offset, len)
     }
 
     /// Tells the kernel to drop this file's cached pages (cold-cache benchmarks).
@@ -465,6 +456,24 @@ impl InFile {
                 libc::POSIX_FADV_DONTNEED,
             );
         }
+    }
+}
+
+/// `POSIX_FADV_WILLNEED` for bytes `offset..offset + len` of `file`: the kernel
+/// starts reading them into the page cache and the call does not wait.
+pub(crate) fn will_need(file: &File, offset: u64, len: u64) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: plain syscall on a file descriptor the caller owns; a hint, whose
+    // failure changes nothing but speed.
+    unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(file),
+            offset as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_WILLNEED,
+        );
     }
 }
 

@@ -67,19 +67,7 @@ impl ScratchFile {
     /// Asks the kernel to start reading bytes `offset..offset + len` into the
     /// page cache ([`crate::InFile::will_need`]); nothing is counted as read.
     pub fn will_need(&self, offset: u64, len: u64) {
-        if len == 0 {
-            return;
-        }
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain syscall on a descriptor we own; a hint only.
-        unsafe {
-            libc::posix_fadvise(
-                self.file.as_raw_fd(),
-                offset as libc::off_t,
-                len as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            );
-        }
+        crate::file::will_need(&self.file, offset, len)
     }
     pub fn len(&self) -> u64 {
         self.len

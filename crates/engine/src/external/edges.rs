@@ -473,8 +473,7 @@ impl ExternalEngine<'_> {
                             }
                         }
                     }
-                }
-                if !st.bits {
+                } else {
                     loop {
                         if cur.at == list.len() {
                             if cur.next == cur.len {

@@ -38,7 +38,7 @@ impl ExternalEngine<'_> {
             p != 0
                 || runs
                     .iter()
-                    .all(|r| r.buf.is_empty() && r.fill == 0 && r.start * st.bits as u64 == 0),
+                    .all(|r| r.buf.is_empty() && r.fill == 0 && (!st.bits || r.start == 0)),
             "a run left by the previous iteration"
         );
         let slots: &[u64] = match (it, it % 2) {
@@ -373,15 +373,15 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
         run.word = 0;
         run.fill = 0;
         if run.buf.len() == self.cap {
-            self.flush_bits(q, run, self.cap)?;
+            self.flush_bits(q, run)?;
         }
         Ok(())
     }
 
-    /// Writes a bitmap run's first `n` words (whole buffers but the last, whose
-    /// page is padded with zeros) and moves its start past the buffer.
-    fn flush_bits(&mut self, q: usize, run: &mut MirrorRun, n: usize) -> Result<()> {
-        (self.sink)(q, run.start, &run.buf[..n])?;
+    /// Writes a bitmap run's words (a whole buffer, or the last words padded
+    /// to a page) and moves its start past them.
+    fn flush_bits(&mut self, q: usize, run: &mut MirrorRun) -> Result<()> {
+        (self.sink)(q, run.start, &run.buf)?;
         run.start += run.buf.len() as u64;
         run.buf.clear();
         Ok(())
@@ -407,7 +407,7 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
             run.buf.resize(run.buf.len() + n, 0);
             at += 64 * n as u64;
             if run.buf.len() == self.cap {
-                self.flush_bits(q, run, self.cap)?;
+                self.flush_bits(q, run)?;
             }
         }
         run.fill = (to - at) as u32;
@@ -420,16 +420,12 @@ impl<W: FnMut(usize, u64, &[MirrorRec]) -> Result<()>> Writer<W> {
     fn end_bits(&mut self, q: usize, run: &mut MirrorRun, nm: u64) -> Result<()> {
         self.zeros_to(q, run, nm)?;
         if run.fill > 0 {
-            run.buf.push(run.word);
-            run.word = 0;
-            run.fill = 0;
+            self.put_word(q, run)?;
         }
-        let n = run.buf.len();
-        if n > 0 {
+        if !run.buf.is_empty() {
             let page = PAGE_ENTRIES as usize;
-            run.buf.resize(n.div_ceil(page) * page, 0);
-            let m = run.buf.len();
-            self.flush_bits(q, run, m)?;
+            run.buf.resize(run.buf.len().div_ceil(page) * page, 0);
+            self.flush_bits(q, run)?;
         }
         run.start = 0;
         Ok(())

@@ -936,15 +936,13 @@ impl<'s> ExternalEngine<'s> {
                         stats.dest_bytes_written += (b1 - b0) as u64 * vsize;
                         continue;
                     }
+                    // Runs of changed pages, lowest first.
                     let mut m = pages;
                     while m != 0 {
                         let j = m.trailing_zeros() as usize;
                         let run = (m >> j).trailing_ones() as usize;
-                        m &= if run == 64 {
-                            0
-                        } else {
-                            !(((1u64 << run) - 1) << j)
-                        };
+                        // Adding its lowest bit clears the lowest run of ones.
+                        m &= m.wrapping_add(m & m.wrapping_neg());
                         let x = (b0 + j * page_vals).min(b1);
                         let y = (b0 + (j + run) * page_vals).min(b1);
                         match wr.last_mut() {
