@@ -141,12 +141,20 @@ fn cuts_stop_between_row_groups() {
         e.exec_cuts(
             Mode::Multi,
             &cuts,
-            |_| {},
-            |_, u, _, _| {
-                // Every cut at or below this edge's row has stopped the pass.
-                let due = cuts.iter().filter(|&&c| c <= row(u)).count() as u32;
-                assert_eq!(hooks.load(Relaxed), due, "edge of row {}", row(u));
-                edges.fetch_add(1, Relaxed);
+            |sh| {
+                let mut n = 0u64;
+                for (u, vs) in sh.runs() {
+                    // Every cut at or below this run's row has stopped the pass.
+                    let due = cuts.iter().filter(|&&c| c <= row(u)).count() as u32;
+                    assert_eq!(hooks.load(Relaxed), due, "edge of row {}", row(u));
+                    n += vs.len() as u64;
+                }
+                assert_eq!(
+                    n,
+                    sh.targets().len() as u64,
+                    "a share's runs tile its targets"
+                );
+                edges.fetch_add(n, Relaxed);
             },
             |eng, i| {
                 assert_eq!(hooks.load(Relaxed), i as u32, "cuts in order, once each");
@@ -163,5 +171,56 @@ fn cuts_stop_between_row_groups() {
         .unwrap();
         assert_eq!(hooks.load(Relaxed), cuts.len() as u32);
         assert_eq!(edges.load(Relaxed), g.edges.len() as u64);
+    }
+}
+
+/// wcc's pass over shares (`exec_cuts`, marks spreading from the largest set
+/// as the rows stream) on blocks large enough to be split among threads: the
+/// labels equal the reference's for every partition and thread count, on a
+/// small-world graph (one giant set), a sparse uniform one (many small sets,
+/// the largest far from giant) and a grid (one set that the first rows do
+/// not reveal).
+#[test]
+fn wcc_over_shares_matches_the_reference() {
+    let kinds = [
+        GenKind::Kronecker {
+            scale: 13,
+            edge_factor: 16,
+        },
+        GenKind::Uniform {
+            vertices: 60_000,
+            edges: 40_000,
+        },
+        GenKind::Grid {
+            rows: 150,
+            cols: 200,
+        },
+    ];
+    for kind in kinds {
+        let dir = tempfile::tempdir().unwrap();
+        let mut want = None;
+        for p in [1u32, 2, 5, 64] {
+            let (store, g) = build(dir.path(), kind.clone(), p);
+            let want = want.get_or_insert_with(|| outcore_testkit::reference::wcc(&g));
+            for threads in [1usize, 2, 3] {
+                let cfg = StreamConfig {
+                    memory: 64 << 20,
+                    threads,
+                    ..Default::default()
+                };
+                let mut e = StreamEngine::new(&store, cfg).unwrap();
+                let r = outcore_algos::run(&mut e, outcore_algos::Algo::Wcc, &Default::default())
+                    .unwrap();
+                let outcore_algos::Output::Labels(l) = &r.output else {
+                    panic!("wcc gives labels")
+                };
+                assert_eq!(&l[..], &want[..], "{kind:?} p={p} threads={threads}");
+                assert!(
+                    r.summary.contains("edges unioned"),
+                    "the marked pass ran: {}",
+                    r.summary
+                );
+            }
+        }
     }
 }

@@ -334,6 +334,33 @@ impl StreamStats {
     }
 }
 
+/// A share of one block's edges, handed whole to the function of
+/// [`StreamEngine::exec_cuts`]: source `srcs[k]` has the targets
+/// `dsts[offs[k] as usize..offs[k + 1] as usize]` (`offs` index the block's
+/// whole target array, so `offs.len() == srcs.len() + 1`). A function that
+/// sees a share at once can run over its targets in one flat loop, without
+/// a branch per source's run (most runs of a 64 x 64 grid hold one edge).
+pub struct Share<'a> {
+    pub srcs: &'a [u32],
+    pub offs: &'a [u32],
+    pub dsts: &'a [u32],
+}
+
+impl<'a> Share<'a> {
+    /// The share's targets, in storage order.
+    pub fn targets(&self) -> &'a [u32] {
+        &self.dsts[self.offs[0] as usize..self.offs[self.srcs.len()] as usize]
+    }
+    /// Each source and its targets, in storage order.
+    pub fn runs(&self) -> impl Iterator<Item = (u32, &'a [u32])> + '_ {
+        let (offs, dsts) = (self.offs, self.dsts);
+        self.srcs
+            .iter()
+            .enumerate()
+            .map(move |(k, &u)| (u, &dsts[offs[k] as usize..offs[k + 1] as usize]))
+    }
+}
+
 /// The handle edge functions receive: activation and the current block.
 pub struct Ctx<'a> {
     next: &'a AtomicBitmap,
@@ -647,7 +674,7 @@ impl<'s> StreamEngine<'s> {
         P: Fn(u32) + Sync,
         F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
     {
-        self.exec_hooked(mode, 0, &[], ahead, f, |_| Ok(()), |_, _| Ok(()))
+        self.exec_hooked(mode, 0, &[], None, ahead, f, |_| Ok(()), |_, _| Ok(()))
     }
 
     /// [`StreamEngine::exec_ahead`] with the blocks in bands of `band` target
@@ -677,33 +704,42 @@ impl<'s> StreamEngine<'s> {
         F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
         D: FnMut(Band) -> Result<()>,
     {
-        self.exec_hooked(mode, band, &[], ahead, f, hook, |_, _| Ok(()))
+        self.exec_hooked(mode, band, &[], None, ahead, f, hook, |_, _| Ok(()))
     }
 
-    /// [`StreamEngine::exec_ahead`] in the row-major order with a stop
-    /// between groups of rows: `between(engine, i)` is called before the
-    /// first block of a row at or past `cuts[i]` is processed (and after the
-    /// last block, for cuts past every row read), each cut once and in order,
-    /// when no edge function runs; it may run the engine's `vmap`. `mode`:
-    /// Single or Multi.
-    pub fn exec_cuts<P, F, H>(
-        &mut self,
-        mode: Mode,
-        cuts: &[u32],
-        ahead: P,
-        f: F,
-        between: H,
-    ) -> Result<u64>
+    /// One pass over every edge, in the row-major order, with a stop between
+    /// groups of rows: `between(engine, i)` is called before the first block
+    /// of a row at or past `cuts[i]` is processed (and after the last block,
+    /// for cuts past every row read), each cut once and in order, when no
+    /// edge function runs; it may run the engine's `vmap`. Every vertex must
+    /// be active ([`StreamEngine::activate_all`]), and nothing is activated:
+    /// `f` gets each block as [`Share`]s of its sources (one share, or in
+    /// `Mode::Multi` several of about equal edge counts spread over the
+    /// threads), in storage order within a share. `mode`: Single or Multi.
+    pub fn exec_cuts<F, H>(&mut self, mode: Mode, cuts: &[u32], f: F, between: H) -> Result<u64>
     where
-        P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, u32, f32) + Sync,
+        F: Fn(&Share<'_>) + Sync,
         H: FnMut(&Self, usize) -> Result<()>,
     {
         assert!(
             mode != Mode::Columns && self.cfg.order == BlockOrder::RowMajor,
             "exec_cuts: row-major, one block at a time"
         );
-        self.exec_hooked(mode, 0, cuts, ahead, each_edge(f), |_| Ok(()), between)
+        assert_eq!(
+            self.active.count(),
+            self.vertices() as u64,
+            "exec_cuts: every vertex active"
+        );
+        self.exec_hooked(
+            mode,
+            0,
+            cuts,
+            Some(&f),
+            |_| {},
+            |_, _, _, _| {},
+            |_| Ok(()),
+            between,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -712,6 +748,7 @@ impl<'s> StreamEngine<'s> {
         mode: Mode,
         band: u32,
         cuts: &[u32],
+        shares: Option<&(dyn Fn(&Share<'_>) + Sync)>,
         ahead: P,
         f: F,
         mut hook: D,
@@ -813,7 +850,10 @@ impl<'s> StreamEngine<'s> {
                     }
                 }
                 let t = Instant::now();
-                this.process(&block, mode, &ahead, &f, &mut local);
+                match shares {
+                    Some(g) => this.run_shares(&block, mode, g, &mut local),
+                    None => this.process(&block, mode, &ahead, &f, &mut local),
+                }
                 local.compute_seconds += t.elapsed().as_secs_f64();
                 local.blocks_read += 1;
                 this.observer.block_done(block.num_edges() as u64);
@@ -960,13 +1000,22 @@ impl<'s> StreamEngine<'s> {
             }
             (edges, skipped)
         };
-        let s = srcs.len();
-        let threads = self.pool.current_num_threads();
-        if mode != Mode::Multi || threads == 1 || b.num_edges() < 4096 {
-            return run(0..s);
+        if mode != Mode::Multi || self.pool.current_num_threads() == 1 || b.num_edges() < 4096 {
+            return run(0..srcs.len());
         }
-        // Cut the sources into chunks of about equal edge counts, several per thread.
-        let chunks = (threads * 8).min(s.max(1));
+        let cuts = self.share_cuts(b);
+        self.pool.install(|| {
+            cuts.par_windows(2)
+                .map(|w| run(w[0]..w[1]))
+                .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        })
+    }
+
+    /// Cuts a block's sources into shares of about equal edge counts, several
+    /// per thread: share `i` is sources `cuts[i]..cuts[i + 1]`.
+    fn share_cuts(&self, b: &RawBlock) -> Vec<usize> {
+        let (s, offs) = (b.srcs().len(), b.offs());
+        let chunks = (self.pool.current_num_threads() * 8).min(s.max(1));
         let per = (b.num_edges() / chunks).max(1) as u32;
         let mut cuts = vec![0usize];
         let mut k = 0usize;
@@ -978,11 +1027,36 @@ impl<'s> StreamEngine<'s> {
             }
         }
         cuts.push(s);
-        self.pool.install(|| {
-            cuts.par_windows(2)
-                .map(|w| run(w[0]..w[1]))
-                .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-        })
+        cuts
+    }
+
+    /// [`StreamEngine::exec_cuts`]'s pass over one block: `f` on its shares.
+    fn run_shares(
+        &self,
+        b: &RawBlock,
+        mode: Mode,
+        f: &(dyn Fn(&Share<'_>) + Sync),
+        st: &mut StreamStats,
+    ) {
+        let (srcs, offs, dsts) = (b.srcs(), b.offs(), b.dsts());
+        let share = |w: &[usize]| Share {
+            srcs: &srcs[w[0]..w[1]],
+            offs: &offs[w[0]..w[1] + 1],
+            dsts,
+        };
+        if mode != Mode::Multi || self.pool.current_num_threads() == 1 || b.num_edges() < 4096 {
+            f(&share(&[0, srcs.len()]));
+        } else {
+            let cuts = self.share_cuts(b);
+            self.pool
+                .install(|| cuts.par_windows(2).for_each(|w| f(&share(w))));
+        }
+        st.edges_processed += b.num_edges() as u64;
+        st.passes += 1;
+        if st.passes_per_block.is_empty() {
+            st.passes_per_block.push(0);
+        }
+        st.passes_per_block[0] += 1;
     }
 
     /// Statistics so far, with the store's I/O counters since the engine started.
