@@ -6,8 +6,8 @@
 //! blocks stream row-major. Unions are lock-free (compare-and-swap on the larger
 //! root, finds with path halving), so the pass may run on many threads; every
 //! root is its set's smallest id, so the labels are the same for any order or
-//! thread count. Edge direction is ignored. A final sweep in ascending id order
-//! flattens the forest (a parent always has a smaller id than its child).
+//! thread count. Edge direction is ignored. A final sweep points every vertex
+//! at its root, on the pool's threads.
 //!
 //! Afforest's skip (Sutton, Ben-Nun and Barak, IPDPS'18), adapted to a grid:
 //! a bitmap marks vertices known to be in one set, the marked set; an edge
@@ -96,18 +96,17 @@ const LOOKS: [(u32, u32); 2] = [(1, 64), (1, 4)];
 /// Vertices sampled (evenly spaced) to find the giant component's root.
 const SAMPLES: u32 = 1024;
 
-/// Points every vertex at its root and marks in `giant` the vertices of the
-/// largest set among [`SAMPLES`] evenly spaced vertices; no union runs
-/// meanwhile. Returns how many vertices are marked and their set's root.
-fn look(e: &StreamEngine, pa: &[AtomicU32], giant: &AtomicBitmap) -> (u64, u32) {
+/// Marks in `giant` the vertices of the largest set among [`SAMPLES`]
+/// evenly spaced vertices, pointing every vertex at its root on the way (one
+/// sweep); no union runs meanwhile. `rep` is a vertex of the set marked so
+/// far: when the largest set holds it, the marks stand and only the new
+/// members are marked; otherwise the marks are cleared first. Returns the
+/// largest set's root.
+fn look(e: &StreamEngine, pa: &[AtomicU32], giant: &AtomicBitmap, rep: u32) -> u32 {
     let n = e.vertices();
-    e.vmap(|v| {
-        let r = find(pa, v);
-        pa[v as usize].store(r, Relaxed);
-    });
     let k = SAMPLES.min(n);
     let mut roots: Vec<u32> = (0..k)
-        .map(|i| pa[(i as u64 * n as u64 / k as u64) as usize].load(Relaxed))
+        .map(|i| find(pa, (i as u64 * n as u64 / k as u64) as u32))
         .collect();
     roots.sort_unstable();
     let Some(c) = roots
@@ -115,15 +114,19 @@ fn look(e: &StreamEngine, pa: &[AtomicU32], giant: &AtomicBitmap) -> (u64, u32) 
         .max_by_key(|run| run.len())
         .map(|run| run[0])
     else {
-        return (0, 0);
+        return rep;
     };
-    giant.clear_all();
+    if find(pa, rep) != c {
+        giant.clear_all();
+    }
     e.vmap(|v| {
-        if pa[v as usize].load(Relaxed) == c {
+        let r = find(pa, v);
+        pa[v as usize].store(r, Relaxed);
+        if r == c && !giant.get(v) {
             giant.set(v);
         }
     });
-    (giant.count(), c)
+    c
 }
 
 /// Unions the edges of a share whose ends are not both marked, and marks
@@ -206,7 +209,7 @@ fn union_share(pa: &[AtomicU32], g: &AtomicBitmap, rep: u32, sh: &Share<'_>) -> 
 /// comes from the budget; without room, or with the blocks in column-major
 /// order, the pass unions every edge.
 pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
-    let mut pa = e.alloc::<u32>("parent", 0)?;
+    let pa = e.alloc::<u32>("parent", 0)?;
     {
         let a = pa.atomic();
         e.vmap(|v| a[v as usize].store(v, Relaxed));
@@ -241,7 +244,7 @@ pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
                         unioned.fetch_add(k, Relaxed);
                     },
                     |e, _| {
-                        rep.store(look(e, a, g).1, Relaxed);
+                        rep.store(look(e, a, g, rep.load(Relaxed)), Relaxed);
                         Ok(())
                     },
                 )?;
@@ -253,7 +256,17 @@ pub fn run(e: &mut StreamEngine, _p: &Params) -> Result<Run> {
             }
         }
     }
-    let components = flatten(&mut pa);
+    // Every vertex pointed at its root (its set's smallest id), on the
+    // pool's threads: no union runs, so a root stays a root, and whatever a
+    // concurrent find stores into a slot is one of its ancestors.
+    let components = {
+        let a = pa.atomic();
+        e.vcount(|v| {
+            let r = find(a, v);
+            a[v as usize].store(r, Relaxed);
+            r == v
+        })
+    };
     let summary = match skip {
         Some((unioned, marked)) => format!(
             "{components} components ({unioned} of {} edges unioned; the others lie inside the marked set, {marked} vertices)",

@@ -553,6 +553,21 @@ impl<'s> StreamEngine<'s> {
         });
     }
 
+    /// [`StreamEngine::vmap`] that counts the vertices for which `f` is true.
+    pub fn vcount<F: Fn(u32) -> bool + Sync + Send>(&self, f: F) -> u64 {
+        let n = self.n;
+        self.pool.install(|| {
+            (0..n.div_ceil(4096))
+                .into_par_iter()
+                .map(|c| {
+                    (c * 4096..((c + 1) * 4096).min(n))
+                        .filter(|&v| f(v))
+                        .count() as u64
+                })
+                .sum()
+        })
+    }
+
     /// Makes `v` active for the coming iteration (initialisation).
     pub fn activate(&self, v: u32) {
         self.active.set(v);
