@@ -76,7 +76,9 @@ use rayon::prelude::*;
 use std::ops::Range;
 
 mod columns;
+mod shares;
 mod sorted;
+pub use shares::Share;
 pub use sorted::SortedEdges;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -334,33 +336,6 @@ impl StreamStats {
     }
 }
 
-/// A share of one block's edges, handed whole to the function of
-/// [`StreamEngine::exec_cuts`]: source `srcs[k]` has the targets
-/// `dsts[offs[k] as usize..offs[k + 1] as usize]` (`offs` index the block's
-/// whole target array, so `offs.len() == srcs.len() + 1`). A function that
-/// sees a share at once can run over its targets in one flat loop, without
-/// a branch per source's run (most runs of a 64 x 64 grid hold one edge).
-pub struct Share<'a> {
-    pub srcs: &'a [u32],
-    pub offs: &'a [u32],
-    pub dsts: &'a [u32],
-}
-
-impl<'a> Share<'a> {
-    /// The share's targets, in storage order.
-    pub fn targets(&self) -> &'a [u32] {
-        &self.dsts[self.offs[0] as usize..self.offs[self.srcs.len()] as usize]
-    }
-    /// Each source and its targets, in storage order.
-    pub fn runs(&self) -> impl Iterator<Item = (u32, &'a [u32])> + '_ {
-        let (offs, dsts) = (self.offs, self.dsts);
-        self.srcs
-            .iter()
-            .enumerate()
-            .map(move |(k, &u)| (u, &dsts[offs[k] as usize..offs[k + 1] as usize]))
-    }
-}
-
 /// The handle edge functions receive: activation and the current block.
 pub struct Ctx<'a> {
     next: &'a AtomicBitmap,
@@ -543,13 +518,9 @@ impl<'s> StreamEngine<'s> {
     /// # }
     /// ```
     pub fn vmap<F: Fn(u32) + Sync + Send>(&self, f: F) {
-        let n = self.n;
-        self.pool.install(|| {
-            (0..n.div_ceil(4096)).into_par_iter().for_each(|c| {
-                for v in c * 4096..((c + 1) * 4096).min(n) {
-                    f(v)
-                }
-            })
+        self.vcount(|v| {
+            f(v);
+            false
         });
     }
 
@@ -720,41 +691,6 @@ impl<'s> StreamEngine<'s> {
         D: FnMut(Band) -> Result<()>,
     {
         self.exec_hooked(mode, band, &[], None, ahead, f, hook, |_, _| Ok(()))
-    }
-
-    /// One pass over every edge, in the row-major order, with a stop between
-    /// groups of rows: `between(engine, i)` is called before the first block
-    /// of a row at or past `cuts[i]` is processed (and after the last block,
-    /// for cuts past every row read), each cut once and in order, when no
-    /// edge function runs; it may run the engine's `vmap`. Every vertex must
-    /// be active ([`StreamEngine::activate_all`]), and nothing is activated:
-    /// `f` gets each block as [`Share`]s of its sources (one share, or in
-    /// `Mode::Multi` several of about equal edge counts spread over the
-    /// threads), in storage order within a share. `mode`: Single or Multi.
-    pub fn exec_cuts<F, H>(&mut self, mode: Mode, cuts: &[u32], f: F, between: H) -> Result<u64>
-    where
-        F: Fn(&Share<'_>) + Sync,
-        H: FnMut(&Self, usize) -> Result<()>,
-    {
-        assert!(
-            mode != Mode::Columns && self.cfg.order == BlockOrder::RowMajor,
-            "exec_cuts: row-major, one block at a time"
-        );
-        assert_eq!(
-            self.active.count(),
-            self.vertices() as u64,
-            "exec_cuts: every vertex active"
-        );
-        self.exec_hooked(
-            mode,
-            0,
-            cuts,
-            Some(&f),
-            |_| {},
-            |_, _, _, _| {},
-            |_| Ok(()),
-            between,
-        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1015,10 +951,9 @@ impl<'s> StreamEngine<'s> {
             }
             (edges, skipped)
         };
-        if mode != Mode::Multi || self.pool.current_num_threads() == 1 || b.num_edges() < 4096 {
+        let Some(cuts) = self.share_cuts(b, mode) else {
             return run(0..srcs.len());
-        }
-        let cuts = self.share_cuts(b);
+        };
         self.pool.install(|| {
             cuts.par_windows(2)
                 .map(|w| run(w[0]..w[1]))
@@ -1027,8 +962,12 @@ impl<'s> StreamEngine<'s> {
     }
 
     /// Cuts a block's sources into shares of about equal edge counts, several
-    /// per thread: share `i` is sources `cuts[i]..cuts[i + 1]`.
-    fn share_cuts(&self, b: &RawBlock) -> Vec<usize> {
+    /// per thread: share `i` is sources `cuts[i]..cuts[i + 1]`. None: the
+    /// block is one thread's (not `Mode::Multi`, one thread, or a small block).
+    fn share_cuts(&self, b: &RawBlock, mode: Mode) -> Option<Vec<usize>> {
+        if mode != Mode::Multi || self.pool.current_num_threads() == 1 || b.num_edges() < 4096 {
+            return None;
+        }
         let (s, offs) = (b.srcs().len(), b.offs());
         let chunks = (self.pool.current_num_threads() * 8).min(s.max(1));
         let per = (b.num_edges() / chunks).max(1) as u32;
@@ -1042,36 +981,7 @@ impl<'s> StreamEngine<'s> {
             }
         }
         cuts.push(s);
-        cuts
-    }
-
-    /// [`StreamEngine::exec_cuts`]'s pass over one block: `f` on its shares.
-    fn run_shares(
-        &self,
-        b: &RawBlock,
-        mode: Mode,
-        f: &(dyn Fn(&Share<'_>) + Sync),
-        st: &mut StreamStats,
-    ) {
-        let (srcs, offs, dsts) = (b.srcs(), b.offs(), b.dsts());
-        let share = |w: &[usize]| Share {
-            srcs: &srcs[w[0]..w[1]],
-            offs: &offs[w[0]..w[1] + 1],
-            dsts,
-        };
-        if mode != Mode::Multi || self.pool.current_num_threads() == 1 || b.num_edges() < 4096 {
-            f(&share(&[0, srcs.len()]));
-        } else {
-            let cuts = self.share_cuts(b);
-            self.pool
-                .install(|| cuts.par_windows(2).for_each(|w| f(&share(w))));
-        }
-        st.edges_processed += b.num_edges() as u64;
-        st.passes += 1;
-        if st.passes_per_block.is_empty() {
-            st.passes_per_block.push(0);
-        }
-        st.passes_per_block[0] += 1;
+        Some(cuts)
     }
 
     /// Statistics so far, with the store's I/O counters since the engine started.
