@@ -34,8 +34,8 @@ pub use program::{
 };
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{
-    prefetch, prefetch_each, Band, BlockOrder, BottomUp, Ctx, Mode, Share, SortedEdges,
-    StreamConfig, StreamEngine, StreamStats, AHEAD, STREAM_AHEAD,
+    prefetch, prefetch_each, Band, BlockOrder, BottomUp, Ctx, Flat, Hint, Hints, Mode, Share,
+    SortedEdges, StreamConfig, StreamEngine, StreamStats, AHEAD, SOURCE_AHEAD, STREAM_AHEAD,
 };
 pub use vertex::{Frontier, FrontierBuilder, VertexConfig, VertexEngine, VertexStats};
 

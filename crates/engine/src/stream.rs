@@ -10,8 +10,13 @@
 //!   processes the blocks in order, so I/O overlaps compute (§4.3).
 //! * **Look-ahead.** [`StreamEngine::exec_ahead`] calls a hint for each target
 //!   [`STREAM_AHEAD`] edges before its edge function runs; algorithms [`prefetch`] the
-//!   target's state there. Not in the paper: random vertex accesses are what an
-//!   edge function waits on once the edges stream at disk speed.
+//!   target's state there, and a [`Hint`] may also take each source a few runs
+//!   before its run ([`Hints`]: the source's message). Not in the paper: random
+//!   vertex accesses are what an edge function waits on once the edges stream
+//!   at disk speed (`stream/hint.rs`).
+//! * **Flat runs.** [`StreamEngine::exec_flat`] applies edge work that depends
+//!   on the source alone without a branch per run (`stream/runs.rs`: a run's
+//!   value written into per-edge slots, then one loop over the edges).
 //! * **Selective scheduling (§4.2, §4.3).** The active set is an atomic bitmap. A
 //!   block whose source interval holds no active vertex is not read at all (block
 //!   skipping); inside a block, an inactive source's whole run is skipped with one
@@ -76,7 +81,11 @@ use rayon::prelude::*;
 use std::ops::Range;
 
 mod columns;
+mod hint;
+mod runs;
 mod shares;
+pub use hint::{prefetch, prefetch_each, Hint, Hints, AHEAD, SOURCE_AHEAD, STREAM_AHEAD};
+pub use runs::{Flat, Pass, Runs};
 mod sorted;
 pub use shares::Share;
 pub use sorted::SortedEdges;
@@ -88,43 +97,6 @@ use std::time::Instant;
 /// Reader threads of the loader: two block reads in flight when the ring has
 /// two slots or more.
 const READERS: usize = 2;
-
-/// How many edges ahead of the one being applied the jobs engine hints a
-/// target ([`crate::Job::ahead`]; about a memory latency's worth of edge work).
-pub const AHEAD: usize = 32;
-
-/// How many edges ahead of the one being applied [`StreamEngine::exec_ahead`]
-/// hints a target. Longer than [`AHEAD`]: once an edge function is a load, an
-/// add and a store (pagerank's runs, [`StreamEngine::exec_runs`]), 32 edges
-/// are less than a miss to memory. Measured (docs/benchmarks.md, design
-/// notes): warm pagerank x10 on Kronecker 24, two threads, 13.2 s at 32 and
-/// 11.6 s at 192 (medians of three); on Kronecker 22 one thread, 96 and 192
-/// beat 32 in three sittings of four, and 384 was no clear gain; wcc and bfs
-/// unchanged.
-pub const STREAM_AHEAD: usize = 192;
-
-/// Starts loading `slice[i]` into the cache (a hint: no effect on any value, and
-/// nothing happens when `i` is out of bounds or the platform has no prefetch).
-#[inline(always)]
-pub fn prefetch<T>(slice: &[T], i: u32) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(x) = slice.get(i as usize) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults
-        // nor writes: it only starts a cache fill for a live element's address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, i);
-}
-
-/// [`prefetch`] of `slice[v]` for every `v` in `vs` (a [`crate::Job::ahead`] body).
-#[inline(always)]
-pub fn prefetch_each<T>(slice: &[T], vs: &[u32]) {
-    for &v in vs {
-        prefetch(slice, v);
-    }
-}
 
 /// `f(v, w)` for each target of a run and its weight (1.0 without weights),
 /// in storage order.
@@ -490,6 +462,11 @@ impl<'s> StreamEngine<'s> {
     pub fn with_weights(&mut self, yes: bool) {
         self.weights = yes && self.store.weighted();
     }
+    /// Whether blocks are streamed with their weights (run functions get
+    /// `Some` weights).
+    pub fn weights_streamed(&self) -> bool {
+        self.weights
+    }
 
     /// A vertex array of `T`, one per vertex, filled with `init`: in memory while
     /// the budget allows, otherwise mapped from the work directory.
@@ -643,7 +620,7 @@ impl<'s> StreamEngine<'s> {
     /// ```
     pub fn exec_ahead<P, F>(&mut self, mode: Mode, ahead: P, f: F) -> Result<u64>
     where
-        P: Fn(u32) + Sync,
+        P: Hint,
         F: Fn(&Ctx, u32, u32, f32) + Sync,
     {
         self.exec_bands(mode, 0, ahead, each_edge(f), |_| Ok(()))
@@ -657,10 +634,24 @@ impl<'s> StreamEngine<'s> {
     /// hints are exactly `exec_ahead`'s.
     pub fn exec_runs<P, F>(&mut self, mode: Mode, ahead: P, f: F) -> Result<u64>
     where
-        P: Fn(u32) + Sync,
+        P: Hint,
         F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
     {
         self.exec_hooked(mode, 0, &[], None, ahead, f, |_| Ok(()), |_, _| Ok(()))
+    }
+
+    /// [`StreamEngine::exec_runs`] for edge work that depends on the source
+    /// alone: `flat.value(u, targets)` once per active source's run, then
+    /// `flat.apply(v, value)` for each of its targets (stream/runs.rs: no
+    /// branch per run). The edges, their order within a share and the
+    /// look-ahead hints are `exec_runs`'; weights are not read.
+    pub fn exec_flat<P, V, A>(&mut self, mode: Mode, ahead: P, flat: Flat<V, A>) -> Result<u64>
+    where
+        P: Hint,
+        V: Fn(u32, &[u32]) -> Option<u64> + Sync,
+        A: Fn(u32, u64) + Sync,
+    {
+        self.exec_hooked(mode, 0, &[], None, ahead, flat, |_| Ok(()), |_, _| Ok(()))
     }
 
     /// [`StreamEngine::exec_ahead`] with the blocks in bands of `band` target
@@ -686,7 +677,7 @@ impl<'s> StreamEngine<'s> {
         hook: D,
     ) -> Result<u64>
     where
-        P: Fn(u32) + Sync,
+        P: Hint,
         F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
         D: FnMut(Band) -> Result<()>,
     {
@@ -706,8 +697,8 @@ impl<'s> StreamEngine<'s> {
         mut between: H,
     ) -> Result<u64>
     where
-        P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
+        P: Hint,
+        F: Runs,
         D: FnMut(Band) -> Result<()>,
         H: FnMut(&Self, usize) -> Result<()>,
     {
@@ -869,8 +860,8 @@ impl<'s> StreamEngine<'s> {
     /// re-entry passes over the sources it activated, up to MRT passes.
     fn process<P, F>(&self, b: &RawBlock, mode: Mode, ahead: &P, f: &F, st: &mut StreamStats)
     where
-        P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
+        P: Hint,
+        F: Runs,
     {
         let rows = self.store.interval(b.row);
         let mut filter = &self.active;
@@ -921,36 +912,24 @@ impl<'s> StreamEngine<'s> {
         ctx: &Ctx,
     ) -> (u64, u64)
     where
-        P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
+        P: Hint,
+        F: Runs,
     {
-        let (srcs, offs, dsts, ws) = (b.srcs(), b.offs(), b.dsts(), b.weights());
         // Re-entry passes are asynchronous: a source activated earlier in the same
         // pass is processed in it. The first pass keeps the iteration's snapshot,
         // so `mrt = 1` is exactly GridGraph's synchronous iteration.
-        let asyn = !std::ptr::eq(filter, &self.active);
-        let run = |ks: Range<usize>| -> (u64, u64) {
-            let (mut edges, mut skipped) = (0u64, 0u64);
-            // The targets this share ends with, for the look-ahead hint.
-            let end = offs[ks.end] as usize;
-            for k in ks {
-                let u = srcs[k];
-                if !(filter.get(u) || asyn && ctx.reenter.get(u)) {
-                    skipped += 1;
-                    continue;
-                }
-                let (a, z) = (offs[k] as usize, offs[k + 1] as usize);
-                // Hint the targets STREAM_AHEAD edges beyond this run's:
-                // consecutive runs tile the share, so each target is hinted once,
-                // STREAM_AHEAD edges before it is applied.
-                for &v in &dsts[(a + STREAM_AHEAD).min(end)..(z + STREAM_AHEAD).min(end)] {
-                    ahead(v);
-                }
-                f(ctx, u, &dsts[a..z], ws.map(|w| &w[a..z]));
-                edges += (z - a) as u64;
-            }
-            (edges, skipped)
+        let pass = Pass {
+            ctx,
+            srcs: b.srcs(),
+            offs: b.offs(),
+            dsts: b.dsts(),
+            ws: b.weights(),
+            filter,
+            asyn: !std::ptr::eq(filter, &self.active),
+            ahead,
         };
+        let run = |ks: Range<usize>| f.runs(&pass, ks);
+        let srcs = b.srcs();
         let Some(cuts) = self.share_cuts(b, mode) else {
             return run(0..srcs.len());
         };

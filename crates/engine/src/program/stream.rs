@@ -26,7 +26,7 @@ use super::relax::{self, Refused, Word};
 use super::sync::{combine_atomic, combine_exclusive, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
-use crate::stream::{each_target, prefetch, Band, Mode, StreamEngine};
+use crate::stream::{each_target, prefetch, Band, Flat, Hints, Mode, StreamEngine};
 use outcore_state::{AtomicBitmap, VertexArray};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -377,45 +377,83 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                     None => refused.record(u, v, w),
                 }
             };
-            // One run of a source's edges: its message read once; on an
-            // unweighted store, where every edge of the run carries the same
-            // contribution (unless the program reads the destination), that too.
-            let run = |u: u32, vs: &[u32], ws: Option<&[f32]>, m: u64| match ws {
-                None if !prog.reads_destination() => match prog.edge(m, u, 1.0) {
-                    Some(c) if columns => {
-                        for &v in vs {
-                            combine_exclusive(prog, &s[v as usize], c)
-                        }
-                    }
-                    Some(c) => {
-                        for &v in vs {
-                            combine_atomic(prog, &s[v as usize], c)
-                        }
-                    }
-                    None => {
-                        for &v in vs {
-                            refused.record(u, v, 1.0)
-                        }
-                    }
-                },
-                _ => each_target(vs, ws, |v, w| edge(u, v, w, m)),
+            // On an unweighted pass, where every edge of a run carries the
+            // same contribution (unless the program reads the destination),
+            // the runs are flat (stream/runs.rs): the contribution computed
+            // once a run, then applied edge by edge without a branch per run.
+            let flat = !e.weights_streamed() && !prog.reads_destination();
+            let value = |u: u32, vs: &[u32], m: u64| {
+                let c = prog.edge(m, u, 1.0);
+                if c.is_none() {
+                    refused.record(u, vs[0], 1.0);
+                }
+                c
+            };
+            // Mode::Columns: a block's targets are this thread's alone.
+            let exclusive = |v: u32, c: u64| combine_exclusive(prog, &s[v as usize], c);
+            let atomic = |v: u32, c: u64| combine_atomic(prog, &s[v as usize], c);
+            // Otherwise one run of a source's edges: its message read once.
+            let run = |u: u32, vs: &[u32], ws: Option<&[f32]>, m: u64| {
+                each_target(vs, ws, |v, w| edge(u, v, w, m))
             };
             match &msgs {
                 Some(m) => {
                     let m = m.atomic();
-                    e.exec_runs(
-                        mode,
-                        |v| prefetch(s, v),
-                        |_, u, vs, ws| run(u, vs, ws, m[u as usize].load(Relaxed)),
-                    )?
+                    let msg = |u: u32| m[u as usize].load(Relaxed);
+                    let hints = Hints(|v| prefetch(s, v), |u| prefetch(m, u));
+                    if flat {
+                        let value = |u, vs: &[u32]| value(u, vs, msg(u));
+                        if columns {
+                            e.exec_flat(
+                                mode,
+                                hints,
+                                Flat {
+                                    value,
+                                    apply: exclusive,
+                                },
+                            )?
+                        } else {
+                            e.exec_flat(
+                                mode,
+                                hints,
+                                Flat {
+                                    value,
+                                    apply: atomic,
+                                },
+                            )?
+                        }
+                    } else {
+                        e.exec_runs(mode, hints, |_, u, vs, ws| run(u, vs, ws, msg(u)))?
+                    }
                 }
                 None => {
                     let vals = dsts;
-                    e.exec_runs(
-                        mode,
-                        |v| prefetch(s, v),
-                        |_, u, vs, ws| run(u, vs, ws, prog.message(&vals[u as usize], d(u))),
-                    )?
+                    let msg = |u: u32| prog.message(&vals[u as usize], d(u));
+                    let hints = Hints(|v| prefetch(s, v), |u| prefetch(vals, u));
+                    if flat {
+                        let value = |u, vs: &[u32]| value(u, vs, msg(u));
+                        if columns {
+                            e.exec_flat(
+                                mode,
+                                hints,
+                                Flat {
+                                    value,
+                                    apply: exclusive,
+                                },
+                            )?
+                        } else {
+                            e.exec_flat(
+                                mode,
+                                hints,
+                                Flat {
+                                    value,
+                                    apply: atomic,
+                                },
+                            )?
+                        }
+                    } else {
+                        e.exec_runs(mode, hints, |_, u, vs, ws| run(u, vs, ws, msg(u)))?
+                    }
                 }
             };
         }

@@ -2,7 +2,7 @@
 //! streaming order, a column (target interval) one thread's at a time, so an
 //! edge function may update its target with a plain load and store.
 
-use super::{Ctx, Mode, StreamEngine, StreamStats};
+use super::{Mode, StreamEngine, StreamStats};
 use crate::error::Result;
 use outcore_store::RawBlock;
 use std::sync::atomic::{
@@ -28,8 +28,8 @@ impl StreamEngine<'_> {
         f: &F,
     ) -> Result<StreamStats>
     where
-        P: Fn(u32) + Sync,
-        F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync,
+        P: super::Hint,
+        F: super::Runs,
     {
         let readers = fulls.len();
         let queue = Mutex::new((0usize, fulls));

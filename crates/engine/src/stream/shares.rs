@@ -5,7 +5,7 @@
 //! source's run; the blocks are read and split among the threads exactly as
 //! for the other passes (`exec_hooked`, `share_cuts`).
 
-use super::{BlockOrder, Mode, StreamEngine, StreamStats};
+use super::{BlockOrder, Ctx, Mode, StreamEngine, StreamStats};
 use crate::error::Result;
 use outcore_store::RawBlock;
 use rayon::prelude::*;
@@ -67,7 +67,7 @@ impl<'s> StreamEngine<'s> {
             cuts,
             Some(&f),
             |_| {},
-            |_, _, _, _| {},
+            |_: &Ctx, _: u32, _: &[u32], _: Option<&[f32]>| {},
             |_| Ok(()),
             between,
         )
