@@ -396,65 +396,38 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
             let run = |u: u32, vs: &[u32], ws: Option<&[f32]>, m: u64| {
                 each_target(vs, ws, |v, w| edge(u, v, w, m))
             };
-            match &msgs {
-                Some(m) => {
-                    let m = m.atomic();
-                    let msg = |u: u32| m[u as usize].load(Relaxed);
-                    let hints = Hints(|v| prefetch(s, v), |u| prefetch(m, u));
-                    if flat {
-                        let value = |u, vs: &[u32]| value(u, vs, msg(u));
-                        if columns {
-                            e.exec_flat(
-                                mode,
-                                hints,
-                                Flat {
-                                    value,
-                                    apply: exclusive,
-                                },
-                            )?
-                        } else {
-                            e.exec_flat(
-                                mode,
-                                hints,
-                                Flat {
-                                    value,
-                                    apply: atomic,
-                                },
-                            )?
-                        }
-                    } else {
-                        e.exec_runs(mode, hints, |_, u, vs, ws| run(u, vs, ws, msg(u)))?
-                    }
-                }
-                None => {
-                    let vals = dsts;
-                    let msg = |u: u32| prog.message(&vals[u as usize], d(u));
-                    let hints = Hints(|v| prefetch(s, v), |u| prefetch(vals, u));
-                    if flat {
-                        let value = |u, vs: &[u32]| value(u, vs, msg(u));
-                        if columns {
-                            e.exec_flat(
-                                mode,
-                                hints,
-                                Flat {
-                                    value,
-                                    apply: exclusive,
-                                },
-                            )?
-                        } else {
-                            e.exec_flat(
-                                mode,
-                                hints,
-                                Flat {
-                                    value,
-                                    apply: atomic,
-                                },
-                            )?
-                        }
-                    } else {
-                        e.exec_runs(mode, hints, |_, u, vs, ws| run(u, vs, ws, msg(u)))?
-                    }
-                }
+            // The source's message: kept in its own array, or made from its
+            // value (a loop-invariant branch, taken the same way every run).
+            let m = msgs.as_ref().map(|m| m.atomic());
+            let vals = dsts;
+            let msg = |u: u32| match m {
+                Some(m) => m[u as usize].load(Relaxed),
+                None => prog.message(&vals[u as usize], d(u)),
+            };
+            let source = |u: u32| match m {
+                Some(m) => prefetch(m, u),
+                None => prefetch(vals, u),
+            };
+            let hints = Hints(|v| prefetch(s, v), source);
+            let value = |u, vs: &[u32]| value(u, vs, msg(u));
+            match (flat, columns) {
+                (true, true) => e.exec_flat(
+                    mode,
+                    hints,
+                    Flat {
+                        value,
+                        apply: exclusive,
+                    },
+                )?,
+                (true, false) => e.exec_flat(
+                    mode,
+                    hints,
+                    Flat {
+                        value,
+                        apply: atomic,
+                    },
+                )?,
+                _ => e.exec_runs(mode, hints, |_, u, vs, ws| run(u, vs, ws, msg(u)))?,
             };
         }
         refused.check(prog.name())?;
