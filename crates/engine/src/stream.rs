@@ -929,9 +929,8 @@ impl<'s> StreamEngine<'s> {
             ahead,
         };
         let run = |ks: Range<usize>| f.runs(&pass, ks);
-        let srcs = b.srcs();
         let Some(cuts) = self.share_cuts(b, mode) else {
-            return run(0..srcs.len());
+            return run(0..pass.srcs.len());
         };
         self.pool.install(|| {
             cuts.par_windows(2)

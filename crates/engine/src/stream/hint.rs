@@ -52,6 +52,9 @@ pub fn prefetch_each<T>(slice: &[T], vs: &[u32]) {
 /// share, active or not). Any `Fn(u32)` is a target hint with no source
 /// hint; [`Hints`] pairs the two.
 pub trait Hint: Sync {
+    /// Whether [`Hint::source`] does anything: a pass without a source hint
+    /// then has no per-run test for it.
+    const SOURCE: bool = false;
     /// Hints target `v`'s state.
     fn target(&self, v: u32);
     /// Hints source `u`'s state (its message); nothing by default.
@@ -71,6 +74,7 @@ impl<F: Fn(u32) + Sync> Hint for F {
 pub struct Hints<T, S>(pub T, pub S);
 
 impl<T: Fn(u32) + Sync, S: Fn(u32) + Sync> Hint for Hints<T, S> {
+    const SOURCE: bool = true;
     #[inline(always)]
     fn target(&self, v: u32) {
         (self.0)(v)

@@ -46,6 +46,14 @@ impl<H: Hint> Pass<'_, H> {
     fn active(&self, u: u32) -> bool {
         self.filter.get(u) || self.asyn && self.ctx.reenter.get(u)
     }
+    /// Hints the source [`SOURCE_AHEAD`] runs after run `k`, where the share
+    /// (ending at run `last`) has one and the hint does anything.
+    #[inline(always)]
+    fn source_ahead(&self, k: usize, last: usize) {
+        if H::SOURCE && k + SOURCE_AHEAD < last {
+            self.ahead.source(self.srcs[k + SOURCE_AHEAD]);
+        }
+    }
 }
 
 /// The edge work of a pass over a block's sources; see the module docs.
@@ -65,9 +73,7 @@ impl<F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync> Runs for F {
         let end = offs[ks.end] as usize;
         let last = ks.end;
         for k in ks {
-            if k + SOURCE_AHEAD < last {
-                p.ahead.source(srcs[k + SOURCE_AHEAD]);
-            }
+            p.source_ahead(k, last);
             let u = srcs[k];
             if !p.active(u) {
                 skipped += 1;
@@ -131,9 +137,7 @@ where
             }
         };
         for k in ks {
-            if k + SOURCE_AHEAD < last {
-                p.ahead.source(srcs[k + SOURCE_AHEAD]);
-            }
+            p.source_ahead(k, last);
             let u = srcs[k];
             let (mut a, z) = (offs[k] as usize, offs[k + 1] as usize);
             let value = if p.active(u) {
