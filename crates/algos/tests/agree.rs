@@ -5,7 +5,7 @@
 //! `verify`.
 
 use outcore_algos::{run, verify::verify, Algo, Output, Params};
-use outcore_engine::{BlockOrder, StreamConfig, StreamEngine};
+use outcore_engine::{BlockOrder, BottomUp, StreamConfig, StreamEngine};
 use outcore_io::IoStats;
 use outcore_store::ingest::Quiet;
 use outcore_store::{ingest, IngestOptions, Store};
@@ -329,6 +329,72 @@ fn every_algorithm_agrees_with_the_reference_in_every_configuration() {
             ];
             for (what, cfg) in &configs {
                 check(&store, &g, cfg, &format!("{} P={p} {what}", c.name));
+            }
+        }
+    }
+}
+
+#[test]
+fn bfs_grid_passes_whole_blocks_per_thread_agree_with_the_reference() {
+    // Every iteration on the grid (no sparse or bottom-up steps), so bfs runs
+    // its flat relaxation pass: whole blocks per thread (Mode::Columns, a
+    // target lowered with a plain store) where the ring holds two slots per
+    // thread, one block split among the threads (atomics) otherwise; a
+    // diagonal block re-enters for the sources it lowers in its own rows.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["kron", "path"] {
+        let c = &case(name);
+        for p in [1u32, 4, 16] {
+            let (store, g) = build(dir.path(), c, p);
+            for (threads, mrt) in [(1, 5), (2, 5), (3, 5), (2, 1)] {
+                let cfg = StreamConfig {
+                    threads,
+                    mrt,
+                    bottom_up: BottomUp::Never,
+                    ..Default::default()
+                };
+                for root in [0u32, g.n / 3, g.n - 1] {
+                    let mut e = StreamEngine::new(&store, cfg.clone()).unwrap();
+                    let whole = e.columns_pay();
+                    let params = Params {
+                        root,
+                        ..Default::default()
+                    };
+                    let r = run(&mut e, Algo::Bfs, &params).unwrap();
+                    let ctx = format!("{name} P = {p}, {threads} threads, mrt {mrt}, root {root}");
+                    let Output::Bfs(a) = &r.output else {
+                        panic!("{ctx}: not a bfs output")
+                    };
+                    let got: Vec<Option<(u32, u32)>> =
+                        a.iter().map(|&x| outcore_algos::bfs_entry(x)).collect();
+                    let want = reference::bfs(&g, root);
+                    let depths: Vec<Option<u32>> = got.iter().map(|x| x.map(|t| t.0)).collect();
+                    assert_eq!(depths, want, "{ctx}");
+                    // Every parent the smallest in-neighbour one level up.
+                    let mut best = vec![u32::MAX; g.n as usize];
+                    for &(u, v, _) in &g.edges {
+                        if let (Some(du), Some(dv)) = (want[u as usize], want[v as usize]) {
+                            if du + 1 == dv {
+                                best[v as usize] = best[v as usize].min(u);
+                            }
+                        }
+                    }
+                    for (v, x) in got.iter().enumerate() {
+                        if let (Some((_, parent)), false) = (*x, v as u32 == root) {
+                            assert_eq!(parent, best[v], "{ctx}: parent of {v}");
+                        }
+                    }
+                    verify(&store, Algo::Bfs, &params, &r.output)
+                        .unwrap_or_else(|err| panic!("{ctx}: {err}"));
+                    let st = e.stats();
+                    assert_eq!(st.sparse_iterations + st.bottom_up_iterations, 0, "{ctx}");
+                    if threads > 1 && mrt > 1 {
+                        assert!(whole, "{ctx}: the ring should hold two slots a thread");
+                    }
+                    if name == "path" && mrt > 1 && p == 1 && root == 0 {
+                        assert!(st.passes > st.blocks_read, "{ctx}: no block re-entered");
+                    }
+                }
             }
         }
     }

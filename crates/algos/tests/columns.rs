@@ -303,7 +303,7 @@ fn flat_runs_apply_exactly_the_active_unrefused_edges() {
                         calls.fetch_add(1, Relaxed);
                         (!refused(u)).then(|| value(u))
                     },
-                    apply: |v: u32, x: u64| {
+                    apply: |_: &outcore_engine::Ctx<'_>, v: u32, x: u64| {
                         sums[v as usize].fetch_add(x, Relaxed);
                     },
                 };

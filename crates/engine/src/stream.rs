@@ -62,7 +62,9 @@
 //!   edge functions must use atomics. In [`Mode::Columns`] each block is one
 //!   thread's, and a column (target interval) is one thread's at a time: a
 //!   thread takes the next block in order, waits while another holds its
-//!   column, and updates targets with plain loads and stores.
+//!   column, and updates targets with plain loads and stores. Only a diagonal
+//!   block (its targets its own sources) re-enters; the re-entry bits of a
+//!   row are written by the thread holding its diagonal block alone.
 //! * Every block is checked against its CRC when read; a damaged block stops the
 //!   run with an error naming the file and block.
 //!
@@ -157,8 +159,8 @@ pub enum Mode {
     /// update its target with a plain load and store instead of a
     /// read-modify-write atomic (which costs about as much as the rest of a
     /// PageRank edge, and bounces the target's cache line between cores when
-    /// two threads share a block). No re-entry (one pass per block): for
-    /// programs that do not activate vertices of the iteration's own rows.
+    /// two threads share a block). Only diagonal blocks re-enter (no other
+    /// block's targets are its sources).
     Columns,
 }
 
@@ -501,6 +503,19 @@ impl<'s> StreamEngine<'s> {
         });
     }
 
+    /// [`StreamEngine::vmap`] over the vertices active for the coming
+    /// iteration only (a bitmap word at a time: a sparse set costs its words).
+    pub fn vmap_active<F: Fn(u32) + Sync + Send>(&self, f: F) {
+        let (n, active) = (self.n, &self.active);
+        self.pool.install(|| {
+            (0..n.div_ceil(4096)).into_par_iter().for_each(|c| {
+                active
+                    .ones_in(c * 4096..((c + 1) * 4096).min(n))
+                    .for_each(&f)
+            })
+        })
+    }
+
     /// [`StreamEngine::vmap`] that counts the vertices for which `f` is true.
     pub fn vcount<F: Fn(u32) -> bool + Sync + Send>(&self, f: F) -> u64 {
         let n = self.n;
@@ -642,14 +657,14 @@ impl<'s> StreamEngine<'s> {
 
     /// [`StreamEngine::exec_runs`] for edge work that depends on the source
     /// alone: `flat.value(u, targets)` once per active source's run, then
-    /// `flat.apply(v, value)` for each of its targets (stream/runs.rs: no
+    /// `flat.apply(ctx, v, value)` for each of its targets (stream/runs.rs: no
     /// branch per run). The edges, their order within a share and the
     /// look-ahead hints are `exec_runs`'; weights are not read.
     pub fn exec_flat<P, V, A>(&mut self, mode: Mode, ahead: P, flat: Flat<V, A>) -> Result<u64>
     where
         P: Hint,
         V: Fn(u32, &[u32]) -> Option<u64> + Sync,
-        A: Fn(u32, u64) + Sync,
+        A: Fn(&Ctx, u32, u64) + Sync,
     {
         self.exec_hooked(mode, 0, &[], None, ahead, flat, |_| Ok(()), |_, _| Ok(()))
     }
@@ -682,6 +697,25 @@ impl<'s> StreamEngine<'s> {
         D: FnMut(Band) -> Result<()>,
     {
         self.exec_hooked(mode, band, &[], None, ahead, f, hook, |_, _| Ok(()))
+    }
+
+    /// [`StreamEngine::exec_bands`] with flat runs, as in
+    /// [`StreamEngine::exec_flat`].
+    pub fn exec_flat_bands<P, V, A, D>(
+        &mut self,
+        mode: Mode,
+        band: u32,
+        ahead: P,
+        flat: Flat<V, A>,
+        hook: D,
+    ) -> Result<u64>
+    where
+        P: Hint,
+        V: Fn(u32, &[u32]) -> Option<u64> + Sync,
+        A: Fn(&Ctx, u32, u64) + Sync,
+        D: FnMut(Band) -> Result<()>,
+    {
+        self.exec_hooked(mode, band, &[], None, ahead, flat, hook, |_, _| Ok(()))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -866,8 +900,12 @@ impl<'s> StreamEngine<'s> {
         let rows = self.store.interval(b.row);
         let mut filter = &self.active;
         let mut passes = 0usize;
+        // Mode::Columns: a block re-enters only on the diagonal, where its
+        // targets are its own sources, and one thread holds it (its column);
+        // any other block's edges activate no source of its rows, so it makes
+        // one pass and leaves the rows' re-entry bits to the diagonal block.
         let mrt = match mode {
-            Mode::Columns => 1,
+            Mode::Columns if b.row != b.col => 1,
             _ => self.cfg.mrt as usize,
         };
         for pass in 0..mrt {

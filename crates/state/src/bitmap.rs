@@ -146,6 +146,11 @@ impl AtomicBitmap {
         let span = self.word_span(&r);
         span.flat_map(move |i| word_ones(i, self.words[i].load(Relaxed) & range_mask(i, &r)))
     }
+    /// The clear bits in `r`, ascending.
+    pub fn zeros_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
+        let span = self.word_span(&r);
+        span.flat_map(move |i| word_ones(i, !self.words[i].load(Relaxed) & range_mask(i, &r)))
+    }
     /// The set bits, ascending.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
         self.words
@@ -280,6 +285,12 @@ mod tests {
                 assert_eq!(
                     a.ones_in(lo..hi).collect::<Vec<_>>(),
                     want,
+                    "{len} {lo}..{hi}"
+                );
+                let clear: Vec<u32> = (lo..hi).filter(|&i| !a.get(i)).collect();
+                assert_eq!(
+                    a.zeros_in(lo..hi).collect::<Vec<_>>(),
+                    clear,
                     "{len} {lo}..{hi}"
                 );
             }

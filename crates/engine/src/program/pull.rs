@@ -78,7 +78,7 @@
 use super::relax::{self, Refused, Word};
 use super::EdgeProgram;
 use crate::error::{EngineError, Result};
-use crate::stream::{BottomUp, StreamEngine};
+use crate::stream::{prefetch, BottomUp, StreamEngine};
 use outcore_state::AtomicBitmap;
 use outcore_store::format::{FileKind, LayoutFile};
 use outcore_store::manifest::Manifest;
@@ -104,6 +104,14 @@ const ALPHA: u64 = 15;
 /// reads about 1 GB/s in sequence and 55 MB/s in random 4 KiB requests
 /// (`outcore calibrate`), so a request costs about 64 KiB of streaming.
 const REQUEST_BYTES: u64 = 64 << 10;
+
+/// Which vertices' lists a step reads: those set in a bitmap (the active
+/// ones), or those clear in it (the ones not settled).
+#[derive(Clone, Copy)]
+enum Want<'a> {
+    Set(&'a AtomicBitmap),
+    Clear(&'a AtomicBitmap),
+}
 
 /// The vertices of chunk `c` of `n`.
 fn chunk_range(c: u32, n: u32) -> Range<u32> {
@@ -178,16 +186,38 @@ impl Side {
     }
 
     /// Fills `wanted` with chunk `c`'s vertices that `want` picks and have
-    /// edges, with their edge ranges.
-    fn pick(&self, c: u32, want: impl Fn(u32) -> bool, wanted: &mut Vec<(u32, u64, u64)>) {
-        let mut at = self.base[c as usize];
+    /// edges, with their edge ranges: the picked vertices taken a bitmap word
+    /// at a time, the degrees between them summed (a chunk with none picked
+    /// costs its bitmap words).
+    fn pick(&self, c: u32, want: Want<'_>, wanted: &mut Vec<(u32, u64, u64)>) {
+        let r = chunk_range(c, self.deg.len() as u32);
+        let (mut at, mut from) = (self.base[c as usize], r.start);
         wanted.clear();
-        for v in chunk_range(c, self.deg.len() as u32) {
+        let mut take = |v: u32| {
+            at += self.deg[from as usize..v as usize]
+                .iter()
+                .map(|&d| d as u64)
+                .sum::<u64>();
             let d = self.deg[v as usize] as u64;
-            if d > 0 && want(v) {
+            if d > 0 {
                 wanted.push((v, at, at + d));
             }
             at += d;
+            from = v + 1;
+        };
+        match want {
+            Want::Set(b) => b.ones_in(r).for_each(&mut take),
+            Want::Clear(b) => b.zeros_in(r).for_each(&mut take),
+        }
+    }
+
+    /// The degrees of the vertices `want` picks in chunk `c`, summed.
+    fn degrees(&self, c: u32, want: Want<'_>) -> u64 {
+        let r = chunk_range(c, self.deg.len() as u32);
+        let d = |v: u32| self.deg[v as usize] as u64;
+        match want {
+            Want::Set(b) => b.ones_in(r).map(d).sum(),
+            Want::Clear(b) => b.zeros_in(r).map(d).sum(),
         }
     }
 
@@ -210,7 +240,7 @@ impl Side {
     /// in sequence: each request [`REQUEST_BYTES`] plus its bytes, but no more
     /// than reading the chunk's span whole (the kernel's read-ahead turns
     /// dense requests into one sequential read).
-    fn cost(&self, c: u32, want: impl Fn(u32) -> bool, wanted: &mut Vec<(u32, u64, u64)>) -> u64 {
+    fn cost(&self, c: u32, want: Want<'_>, wanted: &mut Vec<(u32, u64, u64)>) -> u64 {
         self.pick(c, want, wanted);
         let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
             return 0;
@@ -232,7 +262,7 @@ impl Side {
     fn lists(
         &self,
         c: u32,
-        want: impl Fn(u32) -> bool,
+        want: Want<'_>,
         buf: &mut Vec<u32>,
         wanted: &mut Vec<(u32, u64, u64)>,
         mut visit: impl FnMut(u32, &[u32]) -> (u64, bool),
@@ -419,7 +449,7 @@ impl InEdges {
         }
         let n = e.vertices();
         let before = std::mem::replace(&mut self.last_active, e.active_count());
-        let (out, inn) = (&self.out.deg, self.inn().map(|s| &s.deg));
+        let inn = self.inn();
         let late = self.pulling;
         // How many active vertices are on the frontier: when few are, the grid
         // it is, without pricing anything (a road network's every iteration;
@@ -452,21 +482,14 @@ impl InEdges {
             (0..chunks)
                 .into_par_iter()
                 .map(|c| {
-                    let (mut f, mut u) = (0u64, 0u64);
-                    for v in chunk_range(c, n) {
-                        if e.is_active(v) {
-                            f += out[v as usize] as u64;
-                        }
-                        if let Some(inn) = inn.filter(|_| !settled.get(v)) {
-                            u += inn[v as usize] as u64;
-                        }
-                    }
+                    let f = self.out.degrees(c, Want::Set(e.active_bitmap()));
+                    let u = inn.map_or(0, |s| s.degrees(c, Want::Clear(settled)));
                     (f, u)
                 })
                 .reduce(|| (0, 0), |x, y| (x.0 + y.0, x.1 + y.1))
         });
         // What a chunk-by-chunk read of the lists `want` picks costs.
-        let price = |side: &Side, want: &(dyn Fn(u32) -> bool + Sync)| -> u64 {
+        let price = |side: &Side, want: Want<'_>| -> u64 {
             e.pool().install(|| {
                 (0..chunks)
                     .into_par_iter()
@@ -483,7 +506,7 @@ impl InEdges {
         // A sparse step reads at least its lists' bytes: priced only when
         // those are fewer than `others`, the other steps' price.
         let sparse = |others: u64| match 4 * m_f < others {
-            true => price(&self.out, &|v| e.is_active(v)),
+            true => price(&self.out, Want::Set(e.active_bitmap())),
             false => u64::MAX,
         };
         let step = match self.inn() {
@@ -491,7 +514,7 @@ impl InEdges {
                 let grid = grid();
                 let bottom_up = match kept_edges {
                     Some(k) => 4 * k / 16,
-                    None => price(inn, &|v| !settled.get(v)),
+                    None => price(inn, Want::Clear(settled)),
                 };
                 if sparse(bottom_up.min(grid)) < bottom_up.min(grid) {
                     Step::Sparse
@@ -582,15 +605,41 @@ impl InEdges {
                             if !bottom_up {
                                 // Every active source pushes once: none stays
                                 // active unless lowered.
-                                let want = |u| active.get(u);
-                                let edges = this.out.lists(c, want, buf, wanted, |u, dsts| {
-                                    for &v in dsts {
-                                        if !settled.get(v) {
-                                            lower(u, v, next);
+                                let edges = this.out.lists(
+                                    c,
+                                    Want::Set(active),
+                                    buf,
+                                    wanted,
+                                    |u, dsts| {
+                                        // The list's targets hinted first: they
+                                        // lie anywhere in the array, and a list
+                                        // holds a few dozen.
+                                        for &v in dsts {
+                                            if !settled.get(v) {
+                                                prefetch(a, v);
+                                            }
                                         }
-                                    }
-                                    (dsts.len() as u64, false)
-                                })?;
+                                        let m = relax::message_of::<P, W>(prog, &a[u as usize]);
+                                        let Some(c) = prog.edge(m, u, 1.0) else {
+                                            refused.record(u, dsts[0], 1.0);
+                                            return (dsts.len() as u64, false);
+                                        };
+                                        for &v in dsts {
+                                            if !settled.get(v) {
+                                                relax::lower::<P, W>(
+                                                    prog,
+                                                    &a[v as usize],
+                                                    c,
+                                                    v,
+                                                    |x| {
+                                                        next.set(x);
+                                                    },
+                                                );
+                                            }
+                                        }
+                                        (dsts.len() as u64, false)
+                                    },
+                                )?;
                                 return Ok((edges, None));
                             }
                             for v in chunk_range(c, n) {
@@ -641,7 +690,7 @@ impl InEdges {
                                     x
                                 }
                                 None => {
-                                    let want = |v| !settled.get(v);
+                                    let want = Want::Clear(settled);
                                     let Some(inn) = this.inn() else {
                                         return Err(EngineError::Invalid(
                                             "a bottom-up step without in-edge lists".into(),

@@ -97,10 +97,57 @@ pub(crate) fn relax_into<P: EdgeProgram, W: Word>(
     let Some(c) = p.edge(msg, u, w) else {
         return false;
     };
+    lower::<P, W>(p, x, c, v, activate);
+    true
+}
+
+/// Lowers target `v`, whose word is `x`, to the contribution `c`;
+/// `activate(v)` when that matters.
+#[inline(always)]
+pub(crate) fn lower<P: EdgeProgram, W: Word>(
+    p: &P,
+    x: &W::Atomic,
+    c: u64,
+    v: u32,
+    activate: impl FnOnce(u32),
+) {
     if c < W::load(x) && p.improves(W::fetch_min(x, c), c) {
         activate(v);
     }
-    true
+}
+
+/// [`lower`] of a target no other thread writes meanwhile
+/// ([`crate::Mode::Columns`]): a plain load and store (others may read it).
+#[inline(always)]
+pub(crate) fn lower_exclusive<P: EdgeProgram, W: Word>(
+    p: &P,
+    x: &W::Atomic,
+    c: u64,
+    v: u32,
+    activate: impl FnOnce(u32),
+) {
+    let old = W::load(x);
+    if c < old {
+        lowered::<P, W>(p, x, old, c, v, activate);
+    }
+}
+
+/// [`lower_exclusive`]'s store, out of the edge loop: most edges lower
+/// nothing.
+#[cold]
+#[inline(never)]
+fn lowered<P: EdgeProgram, W: Word>(
+    p: &P,
+    x: &W::Atomic,
+    old: u64,
+    c: u64,
+    v: u32,
+    activate: impl FnOnce(u32),
+) {
+    W::store(x, c);
+    if p.improves(old, c) {
+        activate(v);
+    }
 }
 
 /// The words of a relaxation program's initial values, in dense order, and

@@ -26,7 +26,7 @@ use super::relax::{self, Refused, Word};
 use super::sync::{combine_atomic, combine_exclusive, vertex_pass};
 use super::{word, Aggregates, EdgeProgram, Globals, ProgramRunner};
 use crate::error::{EngineError, Result};
-use crate::stream::{each_target, prefetch, Band, Flat, Hints, Mode, StreamEngine};
+use crate::stream::{each_target, prefetch, Band, Ctx, Flat, Hints, Mode, StreamEngine};
 use outcore_state::{AtomicBitmap, VertexArray};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -246,8 +246,8 @@ fn relax_run<P: EdgeProgram, W: Word>(
             // The vertices this iteration changed (the next one's sources)
             // whose values are now final.
             let (eng, a) = (&*e, st.atomic());
-            eng.vmap(|v| {
-                if eng.is_active(v) && prog.final_after(W::load(&a[v as usize]), done) {
+            eng.vmap_active(|v| {
+                if prog.final_after(W::load(&a[v as usize]), done) {
                     f.set(v);
                 }
             });
@@ -289,14 +289,53 @@ fn relax_iteration<P: EdgeProgram, W: Word, C: Cells<W::Atomic> + ?Sized>(
 ) -> Result<()> {
     let both = prog.both_directions();
     let settled = |v: u32| fin.is_some_and(|f| f.get(v));
+    let hint = |v| {
+        if !settled(v) {
+            cells.prefetch(v)
+        }
+    };
+    if !both && !e.weights_streamed() {
+        // One direction, unweighted: a run's contribution depends on its
+        // source alone, so the runs are flat (stream/runs.rs). The window
+        // defers a run's edges past the next runs' messages: a source that an
+        // earlier edge of the window lowers (and re-enters) sends its old
+        // message, or waits for the next pass, as if lowered after its run.
+        let value = |u: u32, vs: &[u32]| {
+            let m = relax::message_of::<P, W>(prog, cells.cell(u));
+            let c = prog.edge(m, u, 1.0);
+            if c.is_none() {
+                refused.record(u, vs[0], 1.0);
+            }
+            c
+        };
+        // Whole blocks per thread where that keeps the threads busy: a
+        // column's words and activity bits stay in one core's cache, and a
+        // target is lowered with a plain store (Mode::Columns).
+        if band == 0 && e.columns_pay() {
+            let apply = |ctx: &Ctx, v: u32, c: u64| {
+                if !settled(v) {
+                    relax::lower_exclusive::<P, W>(prog, cells.cell(v), c, v, |x| ctx.activate(x));
+                }
+            };
+            // Targets hinted settled or not: few are during a grid pass, and
+            // the check in the hint cost more than the prefetches it saved.
+            let hints = Hints(|v| cells.prefetch(v), |u| cells.prefetch(u));
+            e.exec_flat(Mode::Columns, hints, Flat { value, apply })?;
+            return Ok(());
+        }
+        let apply = |ctx: &Ctx, v: u32, c: u64| {
+            if !settled(v) {
+                relax::lower::<P, W>(prog, cells.cell(v), c, v, |x| ctx.activate(x));
+            }
+        };
+        let hints = Hints(hint, |u| cells.prefetch(u));
+        e.exec_flat_bands(Mode::Multi, band, hints, Flat { value, apply }, hook)?;
+        return Ok(());
+    }
     e.exec_bands(
         Mode::Multi,
         band,
-        |v| {
-            if !settled(v) {
-                cells.prefetch(v)
-            }
-        },
+        hint,
         |ctx, u, vs, ws| {
             let one = |v: u32, w: f32, m: Option<u64>| {
                 if settled(v) {
@@ -390,8 +429,8 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
                 c
             };
             // Mode::Columns: a block's targets are this thread's alone.
-            let exclusive = |v: u32, c: u64| combine_exclusive(prog, &s[v as usize], c);
-            let atomic = |v: u32, c: u64| combine_atomic(prog, &s[v as usize], c);
+            let exclusive = |_: &Ctx, v: u32, c: u64| combine_exclusive(prog, &s[v as usize], c);
+            let atomic = |_: &Ctx, v: u32, c: u64| combine_atomic(prog, &s[v as usize], c);
             // Otherwise one run of a source's edges: its message read once.
             let run = |u: u32, vs: &[u32], ws: Option<&[f32]>, m: u64| {
                 each_target(vs, ws, |v, w| edge(u, v, w, m))

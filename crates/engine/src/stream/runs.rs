@@ -96,8 +96,8 @@ impl<F: Fn(&Ctx, u32, &[u32], Option<&[f32]>) + Sync> Runs for F {
 /// Edge work that depends on the source alone (an unweighted edge program
 /// that does not read its target): `value(u, targets)` once per active
 /// source's run (`None`: the run is refused and not applied), then
-/// `apply(v, value)` for each of its targets, through the flat window of the
-/// module docs. Weights, where the engine streams them, are not read.
+/// `apply(ctx, v, value)` for each of its targets, through the flat window of
+/// the module docs. Weights, where the engine streams them, are not read.
 pub struct Flat<V, A> {
     pub value: V,
     pub apply: A,
@@ -109,7 +109,7 @@ const WINDOW: usize = 2048;
 impl<V, A> Runs for Flat<V, A>
 where
     V: Fn(u32, &[u32]) -> Option<u64> + Sync,
-    A: Fn(u32, u64) + Sync,
+    A: Fn(&Ctx, u32, u64) + Sync,
 {
     #[inline(always)]
     fn runs<H: Hint>(&self, p: &Pass<'_, H>, ks: Range<usize>) -> (u64, u64) {
@@ -130,10 +130,10 @@ where
             let hinted = ahead - STREAM_AHEAD;
             for i in from..hinted {
                 p.ahead.target(dsts[i + STREAM_AHEAD]);
-                (self.apply)(dsts[i], slot[i - base]);
+                (self.apply)(p.ctx, dsts[i], slot[i - base]);
             }
             for i in hinted..to {
-                (self.apply)(dsts[i], slot[i - base]);
+                (self.apply)(p.ctx, dsts[i], slot[i - base]);
             }
         };
         for k in ks {
