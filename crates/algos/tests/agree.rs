@@ -335,7 +335,7 @@ fn every_algorithm_agrees_with_the_reference_in_every_configuration() {
 }
 
 #[test]
-fn bfs_grid_passes_whole_blocks_per_thread_agree_with_the_reference() {
+fn relaxation_grid_passes_whole_blocks_per_thread_agree_with_the_reference() {
     // Every iteration on the grid (no sparse or bottom-up steps), so bfs runs
     // its flat relaxation pass: whole blocks per thread (Mode::Columns, a
     // target lowered with a plain store) where the ring holds two slots per
@@ -394,6 +394,20 @@ fn bfs_grid_passes_whole_blocks_per_thread_agree_with_the_reference() {
                     if name == "path" && mrt > 1 && p == 1 && root == 0 {
                         assert!(st.passes > st.blocks_read, "{ctx}: no block re-entered");
                     }
+                    // sssp: a run at a time over the weights, whole blocks per
+                    // thread likewise.
+                    let mut e = StreamEngine::new(&store, cfg.clone()).unwrap();
+                    let r = run(&mut e, Algo::Sssp, &params).unwrap();
+                    let Output::Sssp(a) = &r.output else {
+                        panic!("{ctx}: not an sssp output")
+                    };
+                    let got: Vec<Option<f32>> = a
+                        .iter()
+                        .map(|&x| outcore_algos::sssp_entry(x).map(|t| t.0))
+                        .collect();
+                    assert_eq!(got, reference::sssp(&g, root), "{ctx}: sssp");
+                    verify(&store, Algo::Sssp, &params, &r.output)
+                        .unwrap_or_else(|err| panic!("{ctx}: sssp: {err}"));
                 }
             }
         }

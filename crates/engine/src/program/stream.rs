@@ -332,6 +332,27 @@ fn relax_iteration<P: EdgeProgram, W: Word, C: Cells<W::Atomic> + ?Sized>(
         e.exec_flat_bands(Mode::Multi, band, hints, Flat { value, apply }, hook)?;
         return Ok(());
     }
+    if !both && band == 0 && e.columns_pay() {
+        // One direction, weighted (sssp): a run at a time, its message read
+        // once, whole blocks per thread as above.
+        let run = |ctx: &Ctx, u: u32, vs: &[u32], ws: Option<&[f32]>| {
+            let m = relax::message_of::<P, W>(prog, cells.cell(u));
+            each_target(vs, ws, |v, w| {
+                if settled(v) {
+                    return;
+                }
+                match prog.edge(m, u, w) {
+                    Some(c) => relax::lower_exclusive::<P, W>(prog, cells.cell(v), c, v, |x| {
+                        ctx.activate(x)
+                    }),
+                    None => refused.record(u, v, w),
+                }
+            });
+        };
+        let hints = Hints(|v| cells.prefetch(v), |u| cells.prefetch(u));
+        e.exec_runs(Mode::Columns, hints, run)?;
+        return Ok(());
+    }
     e.exec_bands(
         Mode::Multi,
         band,
