@@ -18,7 +18,12 @@
 //! # Invariants
 //! * Both kinds apply exactly the edges of the active sources (`filter`, and
 //!   in an asynchronous pass the sources re-entered), in storage order within
-//!   a share: an iteration's result does not depend on the kind.
+//!   a share. [`Flat`] applies a window's edges after the window's runs were
+//!   valued, so in an asynchronous pass a source re-entered (or lowered) by an
+//!   edge still in the window is valued as before it: it is active, and
+//!   sends its new value, in the next pass or iteration instead. A
+//!   synchronous program's iteration does not depend on the kind; a
+//!   relaxation program reaches the same fixpoint.
 //! * A run whose [`Flat`] value is `None` (the program refused the edge) is
 //!   not applied; its edges count as processed, as the run function's do.
 
