@@ -10,6 +10,11 @@
 //!   When the array is mapped, the iteration runs band by band
 //!   ([`StreamEngine::exec_bands`], `BandCells`): a band's slice of targets is
 //!   held in memory and written back once, in order, when the band ends.
+//!   A one-direction program on an unweighted pass (bfs) runs flat
+//!   ([`Flat`]: the contribution computed once a run); with the array in
+//!   memory and two ring slots a thread, one-direction programs run in
+//!   [`Mode::Columns`], a target lowered with a plain store
+//!   ([`relax::lower_exclusive`]) — diagonal blocks still re-enter.
 //! * Every other program is synchronous: the active sources' messages are
 //!   computed before the pass into an array (`messages`, 8 bytes a vertex; or,
 //!   for [`EdgeProgram::message_from_value`] programs, read from the value at
