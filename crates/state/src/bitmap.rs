@@ -143,13 +143,15 @@ impl AtomicBitmap {
     }
     /// The set bits in `r`, ascending.
     pub fn ones_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
-        let span = self.word_span(&r);
-        span.flat_map(move |i| word_ones(i, self.words[i].load(Relaxed) & range_mask(i, &r)))
+        self.bits_in(r, true)
     }
-    /// The clear bits in `r`, ascending.
-    pub fn zeros_in(&self, r: Range<u32>) -> impl Iterator<Item = u32> + '_ {
+    /// The bits in `r` equal to `set` (the set or the clear ones), ascending.
+    pub fn bits_in(&self, r: Range<u32>, set: bool) -> impl Iterator<Item = u32> + '_ {
         let span = self.word_span(&r);
-        span.flat_map(move |i| word_ones(i, !self.words[i].load(Relaxed) & range_mask(i, &r)))
+        let flip = if set { 0 } else { !0u64 };
+        span.flat_map(move |i| {
+            word_ones(i, (self.words[i].load(Relaxed) ^ flip) & range_mask(i, &r))
+        })
     }
     /// The set bits, ascending.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
@@ -289,7 +291,7 @@ mod tests {
                 );
                 let clear: Vec<u32> = (lo..hi).filter(|&i| !a.get(i)).collect();
                 assert_eq!(
-                    a.zeros_in(lo..hi).collect::<Vec<_>>(),
+                    a.bits_in(lo..hi, false).collect::<Vec<_>>(),
                     clear,
                     "{len} {lo}..{hi}"
                 );

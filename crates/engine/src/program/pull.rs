@@ -113,6 +113,17 @@ enum Want<'a> {
     Clear(&'a AtomicBitmap),
 }
 
+impl<'a> Want<'a> {
+    /// The vertices in `r` it picks, ascending, a bitmap word at a time.
+    fn vertices(self, r: Range<u32>) -> impl Iterator<Item = u32> + 'a {
+        let (b, set) = match self {
+            Want::Set(b) => (b, true),
+            Want::Clear(b) => (b, false),
+        };
+        b.bits_in(r, set)
+    }
+}
+
 /// The vertices of chunk `c` of `n`.
 fn chunk_range(c: u32, n: u32) -> Range<u32> {
     c * CHUNK..((c + 1) * CHUNK).min(n)
@@ -205,20 +216,13 @@ impl Side {
             at += d;
             from = v + 1;
         };
-        match want {
-            Want::Set(b) => b.ones_in(r).for_each(&mut take),
-            Want::Clear(b) => b.zeros_in(r).for_each(&mut take),
-        }
+        want.vertices(r).for_each(&mut take);
     }
 
     /// The degrees of the vertices `want` picks in chunk `c`, summed.
     fn degrees(&self, c: u32, want: Want<'_>) -> u64 {
         let r = chunk_range(c, self.deg.len() as u32);
-        let d = |v: u32| self.deg[v as usize] as u64;
-        match want {
-            Want::Set(b) => b.ones_in(r).map(d).sum(),
-            Want::Clear(b) => b.zeros_in(r).map(d).sum(),
-        }
+        want.vertices(r).map(|v| self.deg[v as usize] as u64).sum()
     }
 
     /// The read request starting at `wanted[i]`: the entries it covers end
@@ -584,6 +588,29 @@ impl InEdges {
                 refused.record(u, v, 1.0);
             }
         };
+        // A sparse step's list of `u`: its targets hinted first (they lie
+        // anywhere in the array, and a list holds a few dozen), then lowered
+        // by the contribution, computed once. Returns the edges examined.
+        let push = |u: u32, dsts: &[u32], next: &AtomicBitmap| -> u64 {
+            for &v in dsts {
+                if !settled.get(v) {
+                    prefetch(a, v);
+                }
+            }
+            let m = relax::message_of::<P, W>(prog, &a[u as usize]);
+            let Some(c) = prog.edge(m, u, 1.0) else {
+                refused.record(u, dsts[0], 1.0);
+                return dsts.len() as u64;
+            };
+            for &v in dsts {
+                if !settled.get(v) {
+                    relax::lower::<P, W>(prog, &a[v as usize], c, v, |x| {
+                        next.set(x);
+                    });
+                }
+            }
+            dsts.len() as u64
+        };
         // Bottom-up: the kept lists of the last step, if any, and room for the
         // ones this step leaves without a hit (none kept past `cap`).
         let old = if bottom_up { self.kept.take() } else { None };
@@ -610,35 +637,7 @@ impl InEdges {
                                     Want::Set(active),
                                     buf,
                                     wanted,
-                                    |u, dsts| {
-                                        // The list's targets hinted first: they
-                                        // lie anywhere in the array, and a list
-                                        // holds a few dozen.
-                                        for &v in dsts {
-                                            if !settled.get(v) {
-                                                prefetch(a, v);
-                                            }
-                                        }
-                                        let m = relax::message_of::<P, W>(prog, &a[u as usize]);
-                                        let Some(c) = prog.edge(m, u, 1.0) else {
-                                            refused.record(u, dsts[0], 1.0);
-                                            return (dsts.len() as u64, false);
-                                        };
-                                        for &v in dsts {
-                                            if !settled.get(v) {
-                                                relax::lower::<P, W>(
-                                                    prog,
-                                                    &a[v as usize],
-                                                    c,
-                                                    v,
-                                                    |x| {
-                                                        next.set(x);
-                                                    },
-                                                );
-                                            }
-                                        }
-                                        (dsts.len() as u64, false)
-                                    },
+                                    |u, dsts| (push(u, dsts, next), false),
                                 )?;
                                 return Ok((edges, None));
                             }
