@@ -241,7 +241,7 @@ fn the_automatic_policy_goes_bottom_up_on_a_small_world_graph_only_when_it_can()
     let (got, pulled, _) = bfs(&plain, &always, root);
     assert_eq!((got, pulled), (want.clone(), 0));
     // Nor when the budget cannot hold the degrees and the read buffers (two
-    // threads: 2 MiB of buffers) beside the depths: the smallest budget that
+    // threads: about 3 MiB of buffers) beside the depths: the smallest budget that
     // leaves 256 KiB for vertex state (64 KiB of depths) runs top-down only.
     let mut memory = 8 << 20;
     let tight = loop {
@@ -317,6 +317,45 @@ fn a_damaged_in_edge_file_is_refused_by_name() {
         let (got, _, _) = bfs(&store, &cfg, root(&g));
         assert_eq!(got, expected(&g, root(&g)));
         std::fs::remove_dir_all(store.dir()).unwrap();
+    }
+}
+
+#[test]
+fn steps_over_many_chunks_give_the_top_down_answer() {
+    // 2^17 vertices: 32 chunks of 4096, two tasks of 16, so a task's lists
+    // are picked and hinted chunks ahead of the one read, across its end;
+    // bottom-up and sparse steps only, and the automatic policy, on a store
+    // with in-edges and one without (sparse steps alone), 1 and 2 threads.
+    let dir = tempfile::tempdir().unwrap();
+    let kind = GenKind::Kronecker {
+        scale: 17,
+        edge_factor: 4,
+    };
+    for in_edges in [true, false] {
+        let (store, g) = build(dir.path(), "kron17", kind.clone(), false, in_edges, 4);
+        for root in [0, g.n / 2 + 1] {
+            let want = expected(&g, root);
+            for bottom_up in [BottomUp::Always, BottomUp::Sparse, BottomUp::Auto] {
+                for threads in [1, 2] {
+                    let cfg = StreamConfig {
+                        memory: 64 << 20,
+                        threads,
+                        bottom_up,
+                        ..Default::default()
+                    };
+                    let (got, s) = bfs_stats(&store, &cfg, root);
+                    let ctx =
+                        format!("in-edges {in_edges} root {root} {bottom_up:?} threads {threads}");
+                    assert_eq!(got, want, "{ctx}");
+                    let csr = s.bottom_up_iterations + s.sparse_iterations;
+                    match bottom_up {
+                        BottomUp::Always if in_edges => assert_eq!(csr, s.iterations, "{ctx}"),
+                        BottomUp::Sparse => assert_eq!(s.sparse_iterations, s.iterations, "{ctx}"),
+                        _ => {}
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -319,11 +319,12 @@ impl LayoutFile {
         Ok(LayoutFile { file, header })
     }
 
-    /// Reads `len` payload bytes at payload offset `offset`.
     /// [`InFile::will_need`] for payload bytes `offset..offset + len`.
     pub fn will_need(&self, offset: u64, len: u64) {
         self.file.will_need(HEADER_LEN + offset, len)
     }
+
+    /// Reads `buf.len()` payload bytes at payload offset `offset`.
     pub fn read_payload(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         Ok(self.file.read_exact_at(HEADER_LEN + offset, buf)?)
     }

@@ -20,6 +20,13 @@
 //!   unwanted lists shorter than [`GAP`] read through rather than split, a
 //!   longer list read window by window until its first frontier hit. Every read
 //!   is checked against the page-group checksums (`csr.DIR.targets.sums`).
+//!   A thread's reads are synchronous, so a task takes [`TASK`] chunks in
+//!   turn and hints the kernel (`POSIX_FADV_WILLNEED`) at the requests of
+//!   the next [`AHEAD`] while it reads one: several requests in flight where
+//!   the wanted lists are scattered (not where they continue the last one:
+//!   the kernel's read-ahead serves a sequential read better). Kronecker 24
+//!   bfs on a store without in-edges, cold, 512 MiB: the sparse steps 1.79
+//!   -> 1.56 s, the run 3.69 -> 3.31 s (medians of four alternating runs).
 //! * **Kept lists.** A bottom-up step keeps in memory the in-lists of the
 //!   vertices it left without a parent, when they fit half of what the budget
 //!   has left; the next bottom-up step reads those instead of the file (a
@@ -71,8 +78,9 @@
 //! direction (in and out; one on an undirected store or one without in-edges)
 //! the degrees (4 bytes a vertex), each chunk's first edge (8 bytes per 4096
 //! vertices) and the page-group checksums (4 bytes per 4 KiB of edges); the
-//! frontier bitmap (1 bit a vertex, with in-edges) and per thread one read buffer of [`WINDOW`] edges and two
-//! lists of a chunk's wanted vertices. The kept lists take what they hold (at
+//! frontier bitmap (1 bit a vertex, with in-edges) and per thread one read
+//! buffer of [`WINDOW`] edges and [`AHEAD`] + 2 lists of a chunk's wanted
+//! vertices. The kept lists take what they hold (at
 //! most half of what the budget has left) and give it back when replaced.
 
 use super::relax::{self, Refused, Word};
@@ -95,9 +103,16 @@ const WINDOW: u64 = 1 << 18;
 /// Unwanted edges between two wanted lists that are read through rather than
 /// starting a new request (16 KiB).
 const GAP: u64 = 1 << 12;
-/// A chunk's wanted lists (vertex, first and last edge), at most: one per
-/// thread for reading, one for pricing.
+/// A chunk's wanted lists (vertex, first and last edge), at most: per
+/// thread [`AHEAD`] + 1 for reading, one for pricing.
 const WANTED_BYTES: u64 = CHUNK as u64 * 24;
+/// Chunks a task reads in turn (the unit spread over the pool).
+const TASK: u32 = 16;
+/// Chunks of a task whose reads are hinted to the kernel while an earlier one
+/// is read ([`Side::hint`]).
+const AHEAD: u32 = 4;
+/// Bytes hinted per chunk, at most.
+const HINT_BYTES: u64 = 2 << 20;
 /// SC'12's threshold for going bottom-up (the value gapbs uses).
 const ALPHA: u64 = 15;
 /// What one more read request costs, in bytes read in sequence: the device
@@ -260,18 +275,38 @@ impl Side {
         requests.min(span)
     }
 
-    /// Reads the lists of chunk `c`'s vertices that `want` picks and hands
-    /// each to `visit`, which returns the edges it examined and whether it
-    /// stopped (at a hit). Returns the edges examined.
+    /// Asks the kernel to start reading what [`Side::lists`] will read of
+    /// `wanted` (a chunk's pick), without waiting: its requests (a long
+    /// list's first window), at most [`HINT_BYTES`] a chunk. A thread's reads
+    /// are synchronous, one request at a time; hinting the next chunks' while
+    /// it reads one keeps several in flight (a no-op with `--direct`). A
+    /// request that starts within [`GAP`] edges of where the last one of the
+    /// task ended (`end`, in edges) is not hinted: the kernel's own read-ahead
+    /// follows a sequential read better than hints do.
+    fn hint(&self, wanted: &[(u32, u64, u64)], end: &mut u64) {
+        let (mut i, mut hinted) = (0, 0);
+        while i < wanted.len() && hinted < HINT_BYTES {
+            let (j, z) = Self::request(wanted, i);
+            let a = wanted[i].1;
+            if a > *end + GAP || a < *end {
+                let (lo, hi) = self.sums.span(4 * a, 4 * z.min(a + WINDOW));
+                self.targets.will_need(lo, hi - lo);
+                hinted += hi - lo;
+            }
+            *end = z;
+            i = j;
+        }
+    }
+
+    /// Reads the lists `wanted` (a chunk's pick) and hands each to `visit`,
+    /// which returns the edges it examined and whether it stopped (at a
+    /// hit). Returns the edges examined.
     fn lists(
         &self,
-        c: u32,
-        want: Want<'_>,
+        wanted: &[(u32, u64, u64)],
         buf: &mut Vec<u32>,
-        wanted: &mut Vec<(u32, u64, u64)>,
         mut visit: impl FnMut(u32, &[u32]) -> (u64, bool),
     ) -> Result<u64> {
-        self.pick(c, want, wanted);
         let mut edges = 0u64;
         let mut i = 0;
         while i < wanted.len() {
@@ -395,7 +430,7 @@ impl InEdges {
         let bytes = Side::bytes(n, &out_sums)
             + in_sums.as_ref().map_or(0, |s| Side::bytes(n, s))
             + frontier.div_ceil(64) * 8
-            + e.threads() as u64 * (WINDOW * 4 + 2 * SUM_GROUP + 2 * WANTED_BYTES);
+            + e.threads() as u64 * (WINDOW * 4 + 2 * SUM_GROUP + (AHEAD as u64 + 2) * WANTED_BYTES);
         if !e.budget().take(bytes) {
             return Ok(None);
         }
@@ -622,98 +657,134 @@ impl InEdges {
         let this = &*self;
         let fr = &this.frontier;
         let mut kept = Vec::new();
+        // The lists a step reads: the out-lists (sparse), the in-lists
+        // (bottom-up), none when the last step's kept lists stand in for them.
+        let side = match (bottom_up, &old) {
+            (false, _) => Some(&this.out),
+            (true, Some(_)) => None,
+            (true, None) => match this.inn() {
+                Some(s) => Some(s),
+                None => {
+                    return Err(EngineError::Invalid(
+                        "a bottom-up step without in-edge lists".into(),
+                    ))
+                }
+            },
+        };
         e.csr_iteration(bottom_up, |eng, active, next| {
-            let per_chunk: Vec<(u64, Option<KeptChunk>)> = eng.pool().install(|| {
-                (0..n.div_ceil(CHUNK))
+            let want = match bottom_up {
+                true => Want::Clear(settled),
+                false => Want::Set(active),
+            };
+            // Chunk `c`, its lists picked into `wanted`.
+            let chunk = |c: u32,
+                         wanted: &[(u32, u64, u64)],
+                         buf: &mut Vec<u32>|
+             -> Result<(u64, Option<KeptChunk>)> {
+                if !bottom_up {
+                    // Every active source pushes once: none stays
+                    // active unless lowered.
+                    let edges = this
+                        .out
+                        .lists(wanted, buf, |u, dsts| (push(u, dsts, next), false))?;
+                    return Ok((edges, None));
+                }
+                for v in chunk_range(c, n) {
+                    if active.get(v) && !fr.get(v) {
+                        next.set(v);
+                    }
+                }
+                // The lists left without a hit, for the next
+                // bottom-up step.
+                let (mut ids, mut srcs_kept) = (Vec::new(), Vec::new());
+                let keep = !full.load(Relaxed);
+                let mut visit = |v: u32, srcs: &[u32]| {
+                    let hit = srcs.iter().position(|&u| fr.get(u));
+                    if let Some(k) = hit {
+                        lower(srcs[k], v, next);
+                    }
+                    if keep {
+                        // A long list comes window by window: one
+                        // entry, dropped on a hit.
+                        if ids.last().is_none_or(|&(x, _)| x != v) {
+                            ids.push((v, 0u32));
+                        }
+                        let last = ids.len() - 1;
+                        if hit.is_some() {
+                            let len = ids[last].1 as usize;
+                            srcs_kept.truncate(srcs_kept.len() - len);
+                            ids.pop();
+                        } else {
+                            srcs_kept.extend_from_slice(srcs);
+                            ids[last].1 += srcs.len() as u32;
+                        }
+                    }
+                    match hit {
+                        Some(k) => (k as u64 + 1, true),
+                        None => (srcs.len() as u64, false),
+                    }
+                };
+                let edges = match old.as_ref().map(|k| &k.chunks[c as usize]) {
+                    Some((list, all)) => {
+                        let (mut at, mut x) = (0usize, 0u64);
+                        for &(v, len) in list {
+                            let s = &all[at..at + len as usize];
+                            at += len as usize;
+                            if !settled.get(v) {
+                                x += visit(v, s).0;
+                            }
+                        }
+                        x
+                    }
+                    None => match side {
+                        Some(side) => side.lists(wanted, buf, &mut visit)?,
+                        None => 0,
+                    },
+                };
+                let size = (ids.capacity() * 8 + srcs_kept.capacity() * 4) as u64;
+                if keep && !full.load(Relaxed) && used.fetch_add(size, Relaxed) + size <= cap {
+                    ids.shrink_to_fit();
+                    srcs_kept.shrink_to_fit();
+                    Ok((edges, Some((ids, srcs_kept))))
+                } else {
+                    full.store(true, Relaxed);
+                    Ok((edges, None))
+                }
+            };
+            // Tasks of TASK chunks, each read in turn, the next AHEAD chunks'
+            // lists picked and hinted to the kernel before a chunk is read.
+            let chunks = n.div_ceil(CHUNK);
+            let per_task: Vec<Vec<(u64, Option<KeptChunk>)>> = eng.pool().install(|| {
+                (0..chunks.div_ceil(TASK))
                     .into_par_iter()
                     .map_init(
-                        || (Vec::new(), Vec::new()),
-                        |(buf, wanted), c| -> Result<(u64, Option<KeptChunk>)> {
-                            if !bottom_up {
-                                // Every active source pushes once: none stays
-                                // active unless lowered.
-                                let edges = this.out.lists(
-                                    c,
-                                    Want::Set(active),
-                                    buf,
-                                    wanted,
-                                    |u, dsts| (push(u, dsts, next), false),
-                                )?;
-                                return Ok((edges, None));
-                            }
-                            for v in chunk_range(c, n) {
-                                if active.get(v) && !fr.get(v) {
-                                    next.set(v);
-                                }
-                            }
-                            // The lists left without a hit, for the next
-                            // bottom-up step.
-                            let (mut ids, mut srcs_kept) = (Vec::new(), Vec::new());
-                            let keep = !full.load(Relaxed);
-                            let mut visit = |v: u32, srcs: &[u32]| {
-                                let hit = srcs.iter().position(|&u| fr.get(u));
-                                if let Some(k) = hit {
-                                    lower(srcs[k], v, next);
-                                }
-                                if keep {
-                                    // A long list comes window by window: one
-                                    // entry, dropped on a hit.
-                                    if ids.last().is_none_or(|&(x, _)| x != v) {
-                                        ids.push((v, 0u32));
-                                    }
-                                    let last = ids.len() - 1;
-                                    if hit.is_some() {
-                                        let len = ids[last].1 as usize;
-                                        srcs_kept.truncate(srcs_kept.len() - len);
-                                        ids.pop();
-                                    } else {
-                                        srcs_kept.extend_from_slice(srcs);
-                                        ids[last].1 += srcs.len() as u32;
-                                    }
-                                }
-                                match hit {
-                                    Some(k) => (k as u64 + 1, true),
-                                    None => (srcs.len() as u64, false),
+                        || (Vec::new(), vec![Vec::new(); AHEAD as usize + 1]),
+                        |(buf, ring), t| -> Result<Vec<(u64, Option<KeptChunk>)>> {
+                            let cs = t * TASK..((t + 1) * TASK).min(chunks);
+                            let slot = |c: u32| (c % (AHEAD + 1)) as usize;
+                            let mut end = u64::MAX - GAP;
+                            let mut pick = |c: u32, ring: &mut [Vec<(u32, u64, u64)>]| {
+                                if let Some(side) = side {
+                                    side.pick(c, want, &mut ring[slot(c)]);
+                                    side.hint(&ring[slot(c)], &mut end);
                                 }
                             };
-                            let edges = match old.as_ref().map(|k| &k.chunks[c as usize]) {
-                                Some((list, all)) => {
-                                    let (mut at, mut x) = (0usize, 0u64);
-                                    for &(v, len) in list {
-                                        let s = &all[at..at + len as usize];
-                                        at += len as usize;
-                                        if !settled.get(v) {
-                                            x += visit(v, s).0;
-                                        }
-                                    }
-                                    x
-                                }
-                                None => {
-                                    let want = Want::Clear(settled);
-                                    let Some(inn) = this.inn() else {
-                                        return Err(EngineError::Invalid(
-                                            "a bottom-up step without in-edge lists".into(),
-                                        ));
-                                    };
-                                    inn.lists(c, want, buf, wanted, &mut visit)?
-                                }
-                            };
-                            let size = (ids.capacity() * 8 + srcs_kept.capacity() * 4) as u64;
-                            if keep
-                                && !full.load(Relaxed)
-                                && used.fetch_add(size, Relaxed) + size <= cap
-                            {
-                                ids.shrink_to_fit();
-                                srcs_kept.shrink_to_fit();
-                                Ok((edges, Some((ids, srcs_kept))))
-                            } else {
-                                full.store(true, Relaxed);
-                                Ok((edges, None))
+                            for c in cs.start..(cs.start + AHEAD).min(cs.end) {
+                                pick(c, ring);
                             }
+                            let mut out = Vec::with_capacity(cs.len());
+                            for c in cs.clone() {
+                                if c + AHEAD < cs.end {
+                                    pick(c + AHEAD, ring);
+                                }
+                                out.push(chunk(c, &ring[slot(c)], buf)?);
+                            }
+                            Ok(out)
                         },
                     )
                     .collect::<Result<_>>()
             })?;
+            let per_chunk = per_task.into_iter().flatten();
             let mut edges = 0;
             for (x, k) in per_chunk {
                 edges += x;
