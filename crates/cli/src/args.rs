@@ -173,7 +173,7 @@ pub enum OrderArg {
     Column,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum OutFormat {
     /// `id value` lines.
     Text,

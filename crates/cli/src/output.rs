@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use outcore_algos::Output;
 use outcore_io::ResultFile;
 use outcore_store::IdMap;
+use rayon::prelude::*;
 use std::path::Path;
 
 /// The dense id of `--root` (0 when the algorithm takes none).
@@ -116,18 +117,29 @@ fn cells(
     }
 }
 
-fn text(c: &Cell, out: &Output) -> String {
+/// Appends a cell's text to `b`: integers in decimal, infinities as
+/// `infinity`, f32 distances as the shortest text that reads back as the same
+/// f32, other floats in 15 significant digits.
+fn text(c: &Cell, out: &Output, b: &mut Vec<u8>) {
+    use std::io::Write;
     match c {
-        Cell::I(x) => x.to_string(),
-        Cell::U(x) => x.to_string(),
-        Cell::F(x) if x.is_infinite() => "infinity".into(),
+        Cell::I(x) => b.extend_from_slice(itoa::Buffer::new().format(*x).as_bytes()),
+        Cell::U(x) => b.extend_from_slice(itoa::Buffer::new().format(*x).as_bytes()),
+        Cell::F(x) if x.is_infinite() => b.extend_from_slice(b"infinity"),
+        // Writing to a vector cannot fail.
         Cell::F(x) => match out {
-            // f32 distances: the shortest text that reads back as the same f32.
-            Output::Sssp(_) | Output::Forest(_) => format!("{}", *x as f32),
-            _ => format!("{x:.14e}"),
+            Output::Sssp(_) | Output::Forest(_) => {
+                let _ = write!(b, "{}", *x as f32);
+            }
+            _ => {
+                let _ = write!(b, "{x:.14e}");
+            }
         },
     }
 }
+
+/// Lines of text output formatted by one task.
+const TEXT_LINES: usize = 1 << 14;
 
 fn raw(c: &Cell) -> [u8; 8] {
     match c {
@@ -283,19 +295,47 @@ pub(crate) fn write_output(
                 b"id,value\n"
             })?;
         }
+        if matches!(fmt, OutFormat::Text | OutFormat::Csv) {
+            // Text: blocks of TEXT_LINES lines formatted in parallel, a few
+            // per thread at a time, written in order.
+            let sep = if fmt == OutFormat::Csv { b',' } else { b' ' };
+            let line = |k: usize, b: &mut Vec<u8>| {
+                let v = order.map_or(k, |o| o[k] as usize);
+                let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
+                b.extend_from_slice(itoa::Buffer::new().format(ids.to_user(v as u32)).as_bytes());
+                b.push(sep);
+                text(&c, out, b);
+                if let Some(p) = &p {
+                    b.push(sep);
+                    text(p, out, b);
+                }
+                b.push(b'\n');
+            };
+            let batch = TEXT_LINES * 2 * rayon::current_num_threads().max(1);
+            for k0 in (0..n).step_by(batch) {
+                let k1 = (k0 + batch).min(n);
+                let blocks: Vec<Vec<u8>> = (k0..k1)
+                    .step_by(TEXT_LINES)
+                    .collect::<Vec<_>>()
+                    .into_par_iter()
+                    .map(|a| {
+                        let mut b = Vec::with_capacity(TEXT_LINES * 24);
+                        (a..(a + TEXT_LINES).min(k1)).for_each(|k| line(k, &mut b));
+                        b
+                    })
+                    .collect();
+                for b in &blocks {
+                    w.write_all(b)?;
+                }
+            }
+            return Ok(());
+        }
         for k in 0..n {
             let v = order.map_or(k, |o| o[k] as usize);
             let id = ids.to_user(v as u32);
             let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
             match fmt {
-                OutFormat::Text | OutFormat::Csv => {
-                    let sep = if fmt == OutFormat::Csv { ',' } else { ' ' };
-                    write!(w, "{id}{sep}{}", text(&c, out))?;
-                    if let Some(p) = &p {
-                        write!(w, "{sep}{}", text(p, out))?;
-                    }
-                    w.write_all(b"\n")?;
-                }
+                OutFormat::Text | OutFormat::Csv => unreachable!("written above"),
                 OutFormat::Bin | OutFormat::Npy => {
                     w.write_all(&id.to_le_bytes())?;
                     w.write_all(&raw(&c))?;
@@ -308,4 +348,49 @@ pub(crate) fn write_output(
         Ok(())
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outcore_state::VertexArray;
+
+    /// Text output over many blocks and batches of blocks, in user-id order
+    /// on a relabelled store, line for line what one `format!` per vertex
+    /// gives.
+    #[test]
+    fn text_output_in_parallel_blocks_is_the_one_line_at_a_time_text() {
+        let n = 5 * TEXT_LINES * 2 * rayon::current_num_threads().max(1) + 123;
+        // Dense v has user id (n - 1 - v) * 3: listed by ascending user id,
+        // the dense ids run backwards.
+        let user: Vec<u64> = (0..n as u64).map(|v| (n as u64 - 1 - v) * 3).collect();
+        let ids = IdMap::from_user_ids(user.clone()).unwrap();
+        let words: Vec<u64> = (0..n as u64)
+            .map(|v| match v % 7 {
+                0 => u64::MAX,
+                _ => ((v % 13) << 32) | ((v * 5) % n as u64),
+            })
+            .collect();
+        let out = Output::Bfs(VertexArray::from_vec(words.clone()));
+        let dir = tempfile::tempdir().unwrap();
+        for (fmt, sep) in [(OutFormat::Text, ' '), (OutFormat::Csv, ',')] {
+            let path = dir.path().join("out");
+            let rf = ResultFile::prepare(&path).unwrap();
+            write_output(rf, fmt, &out, &ids, true).unwrap();
+            let got = std::fs::read_to_string(&path).unwrap();
+            let mut want = String::new();
+            if fmt == OutFormat::Csv {
+                want += "id,value,parent\n";
+            }
+            for v in (0..n).rev() {
+                let (d, p) = match outcore_algos::bfs_entry(words[v]) {
+                    Some((d, p)) => (d as i64, user[p as usize] as i64),
+                    None => (i64::MAX, -1),
+                };
+                want += &format!("{}{sep}{d}{sep}{p}\n", user[v]);
+            }
+            assert_eq!(got.len(), want.len(), "{fmt:?}");
+            assert!(got == want, "{fmt:?}: the texts differ");
+        }
+    }
 }
