@@ -315,9 +315,8 @@ pub(crate) fn write_output(
             for k0 in (0..n).step_by(batch) {
                 let k1 = (k0 + batch).min(n);
                 let blocks: Vec<Vec<u8>> = (k0..k1)
-                    .step_by(TEXT_LINES)
-                    .collect::<Vec<_>>()
                     .into_par_iter()
+                    .step_by(TEXT_LINES)
                     .map(|a| {
                         let mut b = Vec::with_capacity(TEXT_LINES * 24);
                         (a..(a + TEXT_LINES).min(k1)).for_each(|k| line(k, &mut b));
@@ -334,15 +333,11 @@ pub(crate) fn write_output(
             let v = order.map_or(k, |o| o[k] as usize);
             let id = ids.to_user(v as u32);
             let (c, p) = cells(out, ids, labels.as_deref(), v, parents);
-            match fmt {
-                OutFormat::Text | OutFormat::Csv => unreachable!("written above"),
-                OutFormat::Bin | OutFormat::Npy => {
-                    w.write_all(&id.to_le_bytes())?;
-                    w.write_all(&raw(&c))?;
-                    if let Some(p) = &p {
-                        w.write_all(&raw(p))?;
-                    }
-                }
+            // Bin and Npy: the raw little-endian cells.
+            w.write_all(&id.to_le_bytes())?;
+            w.write_all(&raw(&c))?;
+            if let Some(p) = &p {
+                w.write_all(&raw(p))?;
             }
         }
         Ok(())
