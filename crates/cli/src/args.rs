@@ -88,11 +88,12 @@ pub struct RunArgs {
     /// runs, or whichever the cost model prices lower.
     #[arg(long, value_enum, default_value_t = EdgeReadsArg::Auto)]
     pub edge_reads: EdgeReadsArg,
-    /// bfs on the streaming engine: run the levels with large frontiers
-    /// bottom-up over the in-edges (stores ingested with --in-edges, or
-    /// undirected) and small ones from the out-edge lists (any store), `never`
-    /// (every level along the grid), or every level bottom-up (`always`) or
-    /// from the out-edge lists (`sparse`), for testing.
+    /// bfs and sssp on the streaming engine: run bfs's levels with large
+    /// frontiers bottom-up over the in-edges (stores ingested with --in-edges,
+    /// or undirected) and small ones (bfs's and sssp's) from the out-edge lists
+    /// (any store), `never` (every iteration along the grid), or every
+    /// iteration bottom-up (`always`, bfs) or from the out-edge lists
+    /// (`sparse`), for testing.
     #[arg(long, value_enum, default_value_t = BottomUpArg::Auto)]
     pub bottom_up: BottomUpArg,
     #[command(flatten)]

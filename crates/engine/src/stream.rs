@@ -185,7 +185,8 @@ pub struct StreamConfig {
     /// the budget holds; see [`StreamEngine::exec_bands`]).
     pub band_columns: u32,
     /// When programs that can ([`crate::EdgeProgram::pulls`]: bfs) run an
-    /// iteration bottom-up over the in-edges instead of pushing along the grid.
+    /// iteration bottom-up over the in-edges instead of pushing along the grid,
+    /// and when relaxation programs (bfs, sssp) push from the out-edge lists.
     pub bottom_up: BottomUp,
 }
 
@@ -201,8 +202,9 @@ pub enum BottomUp {
     /// quarter of the active vertices are on the frontier; from then on, each
     /// iteration the cheapest in bytes read of a bottom-up step, a sparse step
     /// and a grid pass (`program/pull.rs`); before, and on a store without
-    /// in-edges, the cheaper of a sparse step and a grid pass. Only when the
-    /// budget holds the degrees.
+    /// in-edges, the cheaper of a sparse step and a grid pass; for sssp (sparse
+    /// steps alone) a sparse step when it costs under half a grid pass. Only
+    /// when the budget holds the degrees.
     #[default]
     Auto,
     /// Never: every iteration pushes along the grid.
@@ -854,15 +856,15 @@ impl<'s> StreamEngine<'s> {
         Ok(self.active.count())
     }
 
-    /// Bytes (without weights) of the grid rows that hold an active source:
-    /// what a top-down iteration would read (before re-entry).
-    pub(crate) fn active_row_bytes(&self) -> u64 {
+    /// Bytes of the grid rows that hold an active source (with their weights
+    /// when `weights`): what a top-down iteration would read (before re-entry).
+    pub(crate) fn active_row_bytes(&self, weights: bool) -> u64 {
         let p = self.grid.partitions();
         (0..p)
             .filter(|&r| self.active.any_in(self.store.interval(r)))
             .flat_map(|r| (0..p).map(move |c| (r, c)))
             .filter(|&(r, c)| self.grid.entry(r, c).edges > 0)
-            .map(|(r, c)| self.grid.block_read_bytes(r, c, false))
+            .map(|(r, c)| self.grid.block_read_bytes(r, c, weights))
             .sum()
     }
 

@@ -41,6 +41,19 @@
 //!   a store without in-edges takes sparse steps too (never bottom-up ones):
 //!   on Kronecker 22 four of bfs's seven levels, the first two and the last
 //!   two, which read the whole grid before (engine reads 997 -> 615 MiB).
+//! * **sssp.** A weighted program that never settles takes sparse steps
+//!   alone, the weights read from `csr.out.weights` beside the targets (the
+//!   same ranges, checked against their own sums): pushing from every active
+//!   vertex along its out-edges is what a grid pass does, without re-entry,
+//!   so the answer is the grid's bit for bit (distances and parents). An
+//!   iteration is sparse when its price is under half the grid's (the active
+//!   rows' bytes with weights): weighted Kronecker 24, cold under 512 MiB,
+//!   every iteration sparse took 24.8-26.4 s, every one on the grid
+//!   27.1-30.0 s, the policy (the first two and the last seven of 23
+//!   iterations sparse) 22.2-23.9 s — the middle iterations read the whole
+//!   CSR (2.15 GB with weights) where the grid is 1.65 GiB. Warm, every
+//!   iteration sparse is faster (13.7 s against 20.6 s), but nothing here
+//!   knows what the page cache holds.
 //! * **Activity.** The vertices a step lowers are the next iteration's sources;
 //!   after a bottom-up step so are the active vertices not on the frontier
 //!   (deeper candidates left by top-down re-entry, which still have to push).
@@ -170,21 +183,40 @@ pub(crate) enum Step {
 }
 
 /// One direction's CSR lists: degrees, each chunk's first edge, the targets
-/// and their page-group checksums.
+/// and their page-group checksums, and for a weighted program the weights
+/// and theirs.
 struct Side {
     deg: Vec<u32>,
     base: Vec<u64>,
     targets: LayoutFile,
     sums: PageSums,
+    weights: Option<(LayoutFile, PageSums)>,
+}
+
+/// A thread's read buffers: targets, and weights when the lists carry them.
+#[derive(Default)]
+struct Bufs {
+    targets: Vec<u32>,
+    weights: Vec<f32>,
 }
 
 impl Side {
-    /// Memory a side holds for `n` vertices and `sums` checksums.
-    fn bytes(n: u64, sums: &PageSums) -> u64 {
-        4 * n + (n.div_ceil(CHUNK as u64) + 1) * 8 + sums.bytes()
+    /// Memory a side holds for `n` vertices and `sums` checksums (and
+    /// `wsums` for the weights).
+    fn bytes(n: u64, sums: &PageSums, wsums: Option<&PageSums>) -> u64 {
+        4 * n + (n.div_ceil(CHUNK as u64) + 1) * 8 + sums.bytes() + wsums.map_or(0, |w| w.bytes())
     }
 
-    fn open(store: &Store, dir: &str, sums: PageSums) -> Result<Side> {
+    /// Bytes an edge takes in the lists read: its target, and its weight.
+    fn edge_bytes(&self) -> u64 {
+        if self.weights.is_some() {
+            8
+        } else {
+            4
+        }
+    }
+
+    fn open(store: &Store, dir: &str, sums: PageSums, wsums: Option<PageSums>) -> Result<Side> {
         let deg = store.degrees(dir)?;
         let targets = store.layout(&format!("csr.{dir}.targets"), FileKind::CsrTargets)?;
         let mut base = Vec::with_capacity(deg.len().div_ceil(CHUNK as usize) + 1);
@@ -203,11 +235,26 @@ impl Side {
                 targets.header.count
             )));
         }
+        let weights = match wsums {
+            Some(ws) => {
+                let w = store.layout(&format!("csr.{dir}.weights"), FileKind::CsrWeights)?;
+                if w.header.count != at || ws.payload() != at * 4 {
+                    return Err(EngineError::Invalid(format!(
+                        "{}: holds {} weights for {at} edges: the store is damaged",
+                        w.file.path().display(),
+                        w.header.count
+                    )));
+                }
+                Some((w, ws))
+            }
+            None => None,
+        };
         Ok(Side {
             deg,
             base,
             targets,
             sums,
+            weights,
         })
     }
 
@@ -264,12 +311,14 @@ impl Side {
         let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
             return 0;
         };
-        let span = 4 * (last.2 - first.1);
+        // Each file read (targets, and weights) is a request of its own.
+        let (eb, files) = (self.edge_bytes(), self.edge_bytes() / 4);
+        let span = eb * (last.2 - first.1);
         let mut requests = 0u64;
         let mut i = 0;
         while i < wanted.len() {
             let (j, end) = Self::request(wanted, i);
-            requests += REQUEST_BYTES + 4 * (end - wanted[i].1);
+            requests += files * REQUEST_BYTES + eb * (end - wanted[i].1);
             i = j;
         }
         requests.min(span)
@@ -291,6 +340,10 @@ impl Side {
             if a > *end + GAP || a < *end {
                 let (lo, hi) = self.sums.span(4 * a, 4 * z.min(a + WINDOW));
                 self.targets.will_need(lo, hi - lo);
+                if let Some((w, ws)) = &self.weights {
+                    let (lo, hi) = ws.span(4 * a, 4 * z.min(a + WINDOW));
+                    w.will_need(lo, hi - lo);
+                }
                 hinted += hi - lo;
             }
             *end = z;
@@ -298,14 +351,15 @@ impl Side {
         }
     }
 
-    /// Reads the lists `wanted` (a chunk's pick) and hands each to `visit`,
-    /// which returns the edges it examined and whether it stopped (at a
-    /// hit). Returns the edges examined.
+    /// Reads the lists `wanted` (a chunk's pick) and hands each to `visit`
+    /// with its weights (empty when the side has none), which returns the
+    /// edges it examined and whether it stopped (at a hit). Returns the edges
+    /// examined.
     fn lists(
         &self,
         wanted: &[(u32, u64, u64)],
-        buf: &mut Vec<u32>,
-        mut visit: impl FnMut(u32, &[u32]) -> (u64, bool),
+        buf: &mut Bufs,
+        mut visit: impl FnMut(u32, &[u32], &[f32]) -> (u64, bool),
     ) -> Result<u64> {
         let mut edges = 0u64;
         let mut i = 0;
@@ -316,8 +370,10 @@ impl Side {
                 let mut a = a0;
                 while a < b0 {
                     let b = (a + WINDOW).min(b0);
-                    let k = self.read(a, b, buf)?;
-                    let (x, stop) = visit(v, &buf[k..k + (b - a) as usize]);
+                    let (k, kw) = self.read(a, b, buf)?;
+                    let len = (b - a) as usize;
+                    let ws = kw.map_or(&[][..], |kw| &buf.weights[kw..kw + len]);
+                    let (x, stop) = visit(v, &buf.targets[k..k + len], ws);
                     edges += x;
                     if stop {
                         break;
@@ -328,10 +384,11 @@ impl Side {
                 continue;
             }
             let (j, end) = Self::request(wanted, i);
-            let k = self.read(a0, end, buf)?;
+            let (k, kw) = self.read(a0, end, buf)?;
             for &(v, a, b) in &wanted[i..j] {
-                let s = k + (a - a0) as usize;
-                edges += visit(v, &buf[s..s + (b - a) as usize]).0;
+                let (s, len) = ((a - a0) as usize, (b - a) as usize);
+                let ws = kw.map_or(&[][..], |kw| &buf.weights[kw + s..kw + s + len]);
+                edges += visit(v, &buf.targets[k + s..k + s + len], ws).0;
             }
             i = j;
         }
@@ -339,9 +396,16 @@ impl Side {
     }
 
     /// Edges `a..b` into `buf` (widened to whole checksum groups and
-    /// checked); where edge `a` lies in `buf`.
-    fn read(&self, a: u64, b: u64, buf: &mut Vec<u32>) -> Result<usize> {
-        Ok(self.sums.read_checked(&self.targets, a * 4, b * 4, buf)?)
+    /// checked); where edge `a` lies in its targets and in its weights.
+    fn read(&self, a: u64, b: u64, buf: &mut Bufs) -> Result<(usize, Option<usize>)> {
+        let k = self
+            .sums
+            .read_checked(&self.targets, a * 4, b * 4, &mut buf.targets)?;
+        let kw = match &self.weights {
+            Some((w, ws)) => Some(ws.read_checked(w, a * 4, b * 4, &mut buf.weights)?),
+            None => None,
+        };
+        Ok((k, kw))
     }
 }
 
@@ -402,19 +466,23 @@ impl Kept {
 impl InEdges {
     /// The in-edges of the engine's store when `prog` can pull, the engine
     /// allows it, the store has them and the budget holds what a step needs;
-    /// `None` otherwise (every iteration is then top-down).
+    /// the out-edges alone (sparse steps, never bottom-up ones) for a
+    /// relaxation program that cannot pull, or one that does not settle
+    /// (`settled` false: sssp); `None` otherwise (every iteration is then
+    /// top-down).
     pub(crate) fn open<P: EdgeProgram>(
         e: &StreamEngine,
         prog: &P,
         settled: bool,
     ) -> Result<Option<InEdges>> {
         let mode = e.config().bottom_up;
-        if mode == BottomUp::Never || !prog.pulls() || prog.weighted() || !settled {
+        if mode == BottomUp::Never || !prog.relaxes() || prog.both_directions() {
             return Ok(None);
         }
+        let pulls = prog.pulls() && settled && !prog.weighted();
         let store = e.store();
         let m = store.manifest();
-        let dir = bottom_up_lists(m);
+        let dir = bottom_up_lists(m).filter(|_| pulls);
         // Without in-edges, sparse steps alone, along the out-edge lists —
         // unless those hold marked reverse edges (`--with-reverse`).
         if dir.is_none() && (m.reverse_marked || mode == BottomUp::Always) {
@@ -422,23 +490,30 @@ impl InEdges {
         }
         let n = e.vertices() as u64;
         let out_sums = PageSums::load(store, "csr.out.targets")?;
+        let weights = prog.weighted() && m.weighted;
+        let w_sums = match weights {
+            true => Some(PageSums::load(store, "csr.out.weights")?),
+            false => None,
+        };
         let in_sums = match dir {
             Some("in") => Some(PageSums::load(store, "csr.in.targets")?),
             _ => None,
         };
         let frontier = if dir.is_some() { n } else { 0 };
-        let bytes = Side::bytes(n, &out_sums)
-            + in_sums.as_ref().map_or(0, |s| Side::bytes(n, s))
+        let buf = WINDOW * 4 + 2 * SUM_GROUP;
+        let bufs = if weights { 2 * buf } else { buf };
+        let bytes = Side::bytes(n, &out_sums, w_sums.as_ref())
+            + in_sums.as_ref().map_or(0, |s| Side::bytes(n, s, None))
             + frontier.div_ceil(64) * 8
-            + e.threads() as u64 * (WINDOW * 4 + 2 * SUM_GROUP + (AHEAD as u64 + 2) * WANTED_BYTES);
+            + e.threads() as u64 * (bufs + (AHEAD as u64 + 2) * WANTED_BYTES);
         if !e.budget().take(bytes) {
             return Ok(None);
         }
         let r = (|| {
             Ok(InEdges {
-                out: Side::open(store, "out", out_sums)?,
+                out: Side::open(store, "out", out_sums, w_sums)?,
                 inn: match (dir, in_sums) {
-                    (Some(_), Some(s)) => InLists::Own(Box::new(Side::open(store, "in", s)?)),
+                    (Some(_), Some(s)) => InLists::Own(Box::new(Side::open(store, "in", s, None)?)),
                     (Some(_), None) => InLists::Out,
                     (None, _) => InLists::None,
                 },
@@ -474,14 +549,17 @@ impl InEdges {
         e: &StreamEngine,
         prog: &P,
         a: &[W::Atomic],
-        settled: &AtomicBitmap,
+        settled: Option<&AtomicBitmap>,
         done: u64,
     ) -> Step {
         match self.mode {
-            BottomUp::Always => return Step::BottomUp,
+            BottomUp::Always if settled.is_some() => return Step::BottomUp,
             BottomUp::Sparse => return Step::Sparse,
             _ => {}
         }
+        let Some(settled) = settled else {
+            return self.choose_unsettled(e);
+        };
         if self.deep && self.inn().is_none() {
             // Nothing but the grid is left: no need to count anything.
             return Step::TopDown;
@@ -539,7 +617,7 @@ impl InEdges {
         // A top-down pass reads its rows' bytes and also decodes every block
         // of them, so it counts a quarter more.
         let grid = || {
-            let grid = e.active_row_bytes();
+            let grid = e.active_row_bytes(false);
             grid + grid / 4
         };
         // A sparse step reads at least its lists' bytes: priced only when
@@ -591,6 +669,40 @@ impl InEdges {
         step
     }
 
+    /// How an iteration of a program that never settles (sssp) runs: the
+    /// cheaper of a sparse step and a grid pass, priced as for bfs.
+    fn choose_unsettled(&mut self, e: &StreamEngine) -> Step {
+        let chunks = e.vertices().div_ceil(CHUNK);
+        let m_f: u64 = e.pool().install(|| {
+            (0..chunks)
+                .into_par_iter()
+                .map(|c| self.out.degrees(c, Want::Set(e.active_bitmap())))
+                .sum()
+        });
+        let grid = e.active_row_bytes(self.out.weights.is_some()) / 2;
+        let step = if self.out.edge_bytes() * m_f >= grid {
+            Step::TopDown
+        } else {
+            let sparse: u64 = e.pool().install(|| {
+                (0..chunks)
+                    .into_par_iter()
+                    .map_init(Vec::new, |wanted, c| {
+                        self.out.cost(c, Want::Set(e.active_bitmap()), wanted)
+                    })
+                    .sum()
+            });
+            match sparse < grid {
+                true => Step::Sparse,
+                false => Step::TopDown,
+            }
+        };
+        self.sparse_run = match step {
+            Step::Sparse => self.sparse_run + 1,
+            _ => 0,
+        };
+        step
+    }
+
     /// Runs iteration `done` (counted from 0) as `step` (bottom-up or sparse)
     /// over the words `a`; `settled` holds the vertices whose word is final.
     #[allow(clippy::too_many_arguments)]
@@ -600,12 +712,14 @@ impl InEdges {
         step: Step,
         prog: &P,
         a: &[W::Atomic],
-        settled: &AtomicBitmap,
+        settled: Option<&AtomicBitmap>,
         done: u64,
         refused: &Refused,
     ) -> Result<()> {
         let n = e.vertices();
         let bottom_up = step == Step::BottomUp;
+        // Whether `v`'s word may still be lowered.
+        let open = |v: u32| settled.is_none_or(|s| !s.get(v));
         if bottom_up {
             let fr = &self.frontier;
             fr.clear_all();
@@ -625,20 +739,33 @@ impl InEdges {
         };
         // A sparse step's list of `u`: its targets hinted first (they lie
         // anywhere in the array, and a list holds a few dozen), then lowered
-        // by the contribution, computed once. Returns the edges examined.
-        let push = |u: u32, dsts: &[u32], next: &AtomicBitmap| -> u64 {
+        // by the contribution, computed once (per edge when weighted).
+        // Returns the edges examined.
+        let push = |u: u32, dsts: &[u32], ws: &[f32], next: &AtomicBitmap| -> u64 {
             for &v in dsts {
-                if !settled.get(v) {
+                if open(v) {
                     prefetch(a, v);
                 }
             }
             let m = relax::message_of::<P, W>(prog, &a[u as usize]);
+            if !ws.is_empty() {
+                for (&v, &w) in dsts.iter().zip(ws) {
+                    if open(v)
+                        && !relax::relax_into::<P, W>(prog, &a[v as usize], m, u, v, w, |x| {
+                            next.set(x);
+                        })
+                    {
+                        refused.record(u, v, w);
+                    }
+                }
+                return dsts.len() as u64;
+            }
             let Some(c) = prog.edge(m, u, 1.0) else {
                 refused.record(u, dsts[0], 1.0);
                 return dsts.len() as u64;
             };
             for &v in dsts {
-                if !settled.get(v) {
+                if open(v) {
                     relax::lower::<P, W>(prog, &a[v as usize], c, v, |x| {
                         next.set(x);
                     });
@@ -671,22 +798,30 @@ impl InEdges {
                 }
             },
         };
+        let settled_bits = match (bottom_up, settled) {
+            (true, None) => {
+                return Err(EngineError::Invalid(
+                    "a bottom-up step for a program that does not settle".into(),
+                ))
+            }
+            (_, s) => s,
+        };
         e.csr_iteration(bottom_up, |eng, active, next| {
-            let want = match bottom_up {
-                true => Want::Clear(settled),
-                false => Want::Set(active),
+            let want = match settled_bits {
+                Some(s) if bottom_up => Want::Clear(s),
+                _ => Want::Set(active),
             };
             // Chunk `c`, its lists picked into `wanted`.
             let chunk = |c: u32,
                          wanted: &[(u32, u64, u64)],
-                         buf: &mut Vec<u32>|
+                         buf: &mut Bufs|
              -> Result<(u64, Option<KeptChunk>)> {
                 if !bottom_up {
                     // Every active source pushes once: none stays
                     // active unless lowered.
                     let edges = this
                         .out
-                        .lists(wanted, buf, |u, dsts| (push(u, dsts, next), false))?;
+                        .lists(wanted, buf, |u, dsts, ws| (push(u, dsts, ws, next), false))?;
                     return Ok((edges, None));
                 }
                 for v in chunk_range(c, n) {
@@ -698,7 +833,7 @@ impl InEdges {
                 // bottom-up step.
                 let (mut ids, mut srcs_kept) = (Vec::new(), Vec::new());
                 let keep = !full.load(Relaxed);
-                let mut visit = |v: u32, srcs: &[u32]| {
+                let mut visit = |v: u32, srcs: &[u32], _: &[f32]| {
                     let hit = srcs.iter().position(|&u| fr.get(u));
                     if let Some(k) = hit {
                         lower(srcs[k], v, next);
@@ -730,8 +865,8 @@ impl InEdges {
                         for &(v, len) in list {
                             let s = &all[at..at + len as usize];
                             at += len as usize;
-                            if !settled.get(v) {
-                                x += visit(v, s).0;
+                            if open(v) {
+                                x += visit(v, s, &[]).0;
                             }
                         }
                         x
@@ -758,7 +893,7 @@ impl InEdges {
                 (0..chunks.div_ceil(TASK))
                     .into_par_iter()
                     .map_init(
-                        || (Vec::new(), vec![Vec::new(); AHEAD as usize + 1]),
+                        || (Bufs::default(), vec![Vec::new(); AHEAD as usize + 1]),
                         |(buf, ring), t| -> Result<Vec<(u64, Option<KeptChunk>)>> {
                             let cs = t * TASK..((t + 1) * TASK).min(chunks);
                             let slot = |c: u32| (c % (AHEAD + 1)) as usize;

@@ -222,23 +222,23 @@ fn relax_run<P: EdgeProgram, W: Word>(
         }
         Ok(())
     };
-    // Bottom-up iterations over the in-edges (`super::pull`), for arrays in
-    // memory: a mapped array is already run band by band.
-    let mut pull = match (&fin, st.is_mapped()) {
-        (Some(_), false) => super::pull::InEdges::open(e, prog, true)?,
-        _ => None,
+    // Bottom-up and sparse iterations over the CSR lists (`super::pull`),
+    // for arrays in memory: a mapped array is already run band by band.
+    let mut pull = match st.is_mapped() {
+        false => super::pull::InEdges::open(e, prog, fin.is_some())?,
+        true => None,
     };
     let refused = Refused::default();
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let fin = fin.as_ref();
-        let step = match (&mut pull, fin) {
-            (Some(p), Some(f)) => p.choose::<P, W>(e, prog, st.atomic(), f, done),
-            _ => Step::TopDown,
+        let step = match &mut pull {
+            Some(p) => p.choose::<P, W>(e, prog, st.atomic(), fin, done),
+            None => Step::TopDown,
         };
-        match (&mut pull, fin) {
-            (Some(p), Some(f)) if step != Step::TopDown => {
-                p.step::<P, W>(e, step, prog, st.atomic(), f, done, &refused)?
+        match &mut pull {
+            Some(p) if step != Step::TopDown => {
+                p.step::<P, W>(e, step, prog, st.atomic(), fin, done, &refused)?
             }
             _ => match (&cells, banded) {
                 (Some(c), Some((w, _))) => {
