@@ -203,8 +203,8 @@ pub enum BottomUp {
     /// iteration the cheapest in bytes read of a bottom-up step, a sparse step
     /// and a grid pass (`program/pull.rs`); before, and on a store without
     /// in-edges, the cheaper of a sparse step and a grid pass; for sssp (sparse
-    /// steps alone) a sparse step when it costs under half a grid pass. Only
-    /// when the budget holds the degrees.
+    /// steps alone) the cheaper of the two priced with what the page cache
+    /// holds. Only when the budget holds the degrees.
     #[default]
     Auto,
     /// Never: every iteration pushes along the grid.
@@ -854,6 +854,12 @@ impl<'s> StreamEngine<'s> {
         std::mem::swap(&mut self.active, &mut self.next);
         self.next.clear_all();
         Ok(self.active.count())
+    }
+
+    /// The share of the grid's data the page cache holds now (0 with
+    /// `--direct`).
+    pub(crate) fn grid_cached_fraction(&self) -> f64 {
+        self.grid.cached_fraction()
     }
 
     /// Bytes of the grid rows that hold an active source (with their weights

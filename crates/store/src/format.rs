@@ -319,6 +319,11 @@ impl LayoutFile {
         Ok(LayoutFile { file, header })
     }
 
+    /// [`InFile::cached_fraction`]: the share of the file the page cache holds.
+    pub fn cached_fraction(&self) -> f64 {
+        self.file.cached_fraction()
+    }
+
     /// [`InFile::will_need`] for payload bytes `offset..offset + len`.
     pub fn will_need(&self, offset: u64, len: u64) {
         self.file.will_need(HEADER_LEN + offset, len)

@@ -494,6 +494,12 @@ pub struct GridReader {
 }
 
 impl GridReader {
+    /// The share of `grid.data` the page cache holds now (0 when read
+    /// with `O_DIRECT`).
+    pub fn cached_fraction(&self) -> f64 {
+        self.data.cached_fraction()
+    }
+
     pub fn partitions(&self) -> u32 {
         self.p
     }

@@ -45,15 +45,18 @@
 //!   alone, the weights read from `csr.out.weights` beside the targets (the
 //!   same ranges, checked against their own sums): pushing from every active
 //!   vertex along its out-edges is what a grid pass does, without re-entry,
-//!   so the answer is the grid's bit for bit (distances and parents). An
-//!   iteration is sparse when its price is under half the grid's (the active
-//!   rows' bytes with weights): weighted Kronecker 24, cold under 512 MiB,
-//!   every iteration sparse took 24.8-26.4 s, every one on the grid
-//!   27.1-30.0 s, the policy (the first two and the last seven of 23
-//!   iterations sparse) 22.2-23.9 s — the middle iterations read the whole
-//!   CSR (2.15 GB with weights) where the grid is 1.65 GiB. Warm, every
-//!   iteration sparse is faster (13.7 s against 20.6 s), but nothing here
-//!   knows what the page cache holds.
+//!   so the answer is the grid's bit for bit (distances and parents). Each
+//!   iteration is the cheaper of the two, priced with what the page cache
+//!   holds (`mincore` over a sample of the files' pages, 2 ms for 4 GiB): a
+//!   grid pass its active rows' bytes (with weights) read where not cached
+//!   and decoded, a sparse step its price read where not cached, at
+//!   [`SPARSE_READ`] times a streamed byte, and 4 bytes an edge examined.
+//!   Weighted Kronecker 24 under 512 MiB, cold: every iteration on the grid
+//!   took 27.1-30.0 s, every one sparse 24.8-26.4 s (the middle iterations
+//!   read the whole CSR, 2.15 GB with weights, where the grid is 1.65 GiB),
+//!   the policy 20.3-25.4 s (the first two and the last six or seven of 23
+//!   iterations sparse); warm, 16.8 s with a price that ignored the cache,
+//!   11.2 s now (every iteration sparse, the CSR cached).
 //! * **Activity.** The vertices a step lowers are the next iteration's sources;
 //!   after a bottom-up step so are the active vertices not on the frontier
 //!   (deeper candidates left by top-down re-entry, which still have to push).
@@ -126,6 +129,12 @@ const TASK: u32 = 16;
 const AHEAD: u32 = 4;
 /// Bytes hinted per chunk, at most.
 const HINT_BYTES: u64 = 2 << 20;
+/// What a byte of a sparse step's price costs against a byte a grid pass
+/// streams, when neither is cached: weighted Kronecker 24, cold, a sparse
+/// step and a grid pass took the same time where the step's price was about
+/// 0.8 of the grid's bytes (a grid pass counts its bytes twice: read and
+/// decoded).
+const SPARSE_READ: f64 = 2.5;
 /// SC'12's threshold for going bottom-up (the value gapbs uses).
 const ALPHA: u64 = 15;
 /// What one more read request costs, in bytes read in sequence: the device
@@ -205,6 +214,14 @@ impl Side {
     /// `wsums` for the weights).
     fn bytes(n: u64, sums: &PageSums, wsums: Option<&PageSums>) -> u64 {
         4 * n + (n.div_ceil(CHUNK as u64) + 1) * 8 + sums.bytes() + wsums.map_or(0, |w| w.bytes())
+    }
+
+    /// The share of the lists (targets, and weights) the page cache holds.
+    fn cached_fraction(&self) -> f64 {
+        match &self.weights {
+            Some((w, _)) => (self.targets.cached_fraction() + w.cached_fraction()) / 2.0,
+            None => self.targets.cached_fraction(),
+        }
     }
 
     /// Bytes an edge takes in the lists read: its target, and its weight.
@@ -670,7 +687,10 @@ impl InEdges {
     }
 
     /// How an iteration of a program that never settles (sssp) runs: the
-    /// cheaper of a sparse step and a grid pass, priced as for bfs.
+    /// cheaper of a sparse step and a grid pass. A grid pass costs its rows'
+    /// bytes read (those the page cache does not hold) and decoded; a sparse
+    /// step its price read (scattered synchronous requests: [`SPARSE_READ`]
+    /// times a streamed byte) and 4 bytes an edge examined.
     fn choose_unsettled(&mut self, e: &StreamEngine) -> Step {
         let chunks = e.vertices().div_ceil(CHUNK);
         let m_f: u64 = e.pool().install(|| {
@@ -679,11 +699,15 @@ impl InEdges {
                 .map(|c| self.out.degrees(c, Want::Set(e.active_bitmap())))
                 .sum()
         });
-        let grid = e.active_row_bytes(self.out.weights.is_some()) / 2;
-        let step = if self.out.edge_bytes() * m_f >= grid {
+        let rg = e.grid_cached_fraction();
+        let rc = self.out.cached_fraction();
+        let rows = e.active_row_bytes(self.out.weights.is_some()) as f64;
+        let grid = rows * (2.0 - rg);
+        let examined = 4.0 * m_f as f64;
+        let step = if examined >= grid {
             Step::TopDown
         } else {
-            let sparse: u64 = e.pool().install(|| {
+            let price: u64 = e.pool().install(|| {
                 (0..chunks)
                     .into_par_iter()
                     .map_init(Vec::new, |wanted, c| {
@@ -691,6 +715,7 @@ impl InEdges {
                     })
                     .sum()
             });
+            let sparse = price as f64 * (1.0 - rc) * SPARSE_READ + examined;
             match sparse < grid {
                 true => Step::Sparse,
                 false => Step::TopDown,
