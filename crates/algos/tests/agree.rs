@@ -438,15 +438,29 @@ fn sssp_refuses_negative_weights_naming_the_edge() {
     let out = dir.path().join("neg");
     ingest(&[input], &out, &IngestOptions::default(), &Quiet).unwrap();
     let store = Store::open(&out).unwrap();
-    let mut e = StreamEngine::new(&store, StreamConfig::default()).unwrap();
-    let err = run(&mut e, Algo::Sssp, &Params::default())
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(
-        err.contains("non-negative") && err.contains("(1, 2)") && err.contains("-2"),
-        "{err}"
-    );
+    // Met in a grid pass or in a sparse step (from the out-edge lists and
+    // their weights: the second iteration's, from vertex 1).
+    for bottom_up in [BottomUp::Auto, BottomUp::Never, BottomUp::Sparse] {
+        for threads in [1, 2] {
+            let cfg = StreamConfig {
+                bottom_up,
+                threads,
+                ..Default::default()
+            };
+            let mut e = StreamEngine::new(&store, cfg).unwrap();
+            let err = run(&mut e, Algo::Sssp, &Params::default())
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                err.contains("non-negative") && err.contains("(1, 2)") && err.contains("-2"),
+                "{bottom_up:?}, threads {threads}: {err}"
+            );
+            if bottom_up == BottomUp::Sparse {
+                assert_eq!(e.stats().sparse_iterations, 2, "threads {threads}");
+            }
+        }
+    }
 }
 
 #[test]
