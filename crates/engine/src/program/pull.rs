@@ -691,7 +691,7 @@ impl InEdges {
     /// bytes read (those the page cache does not hold) and decoded; a sparse
     /// step its price read (scattered synchronous requests: [`SPARSE_READ`]
     /// times a streamed byte) and 4 bytes an edge examined.
-    fn choose_unsettled(&mut self, e: &StreamEngine) -> Step {
+    fn choose_unsettled(&self, e: &StreamEngine) -> Step {
         let chunks = e.vertices().div_ceil(CHUNK);
         let m_f: u64 = e.pool().install(|| {
             (0..chunks)
@@ -704,7 +704,7 @@ impl InEdges {
         let rows = e.active_row_bytes(self.out.weights.is_some()) as f64;
         let grid = rows * (2.0 - rg);
         let examined = 4.0 * m_f as f64;
-        let step = if examined >= grid {
+        if examined >= grid {
             Step::TopDown
         } else {
             let price: u64 = e.pool().install(|| {
@@ -720,12 +720,7 @@ impl InEdges {
                 true => Step::Sparse,
                 false => Step::TopDown,
             }
-        };
-        self.sparse_run = match step {
-            Step::Sparse => self.sparse_run + 1,
-            _ => 0,
-        };
-        step
+        }
     }
 
     /// Runs iteration `done` (counted from 0) as `step` (bottom-up or sparse)
@@ -823,16 +818,13 @@ impl InEdges {
                 }
             },
         };
-        let settled_bits = match (bottom_up, settled) {
-            (true, None) => {
-                return Err(EngineError::Invalid(
-                    "a bottom-up step for a program that does not settle".into(),
-                ))
-            }
-            (_, s) => s,
-        };
+        if bottom_up && settled.is_none() {
+            return Err(EngineError::Invalid(
+                "a bottom-up step for a program that does not settle".into(),
+            ));
+        }
         e.csr_iteration(bottom_up, |eng, active, next| {
-            let want = match settled_bits {
+            let want = match settled {
                 Some(s) if bottom_up => Want::Clear(s),
                 _ => Want::Set(active),
             };
