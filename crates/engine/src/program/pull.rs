@@ -114,6 +114,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// Vertices per task.
 const CHUNK: u32 = 4096;
+
+/// Whether `active` vertices after `before` (of `n`) look like a frontier
+/// that re-entry may run ahead of: within fourfold of the last one and under
+/// a 64th of the vertices.
+fn steady(active: u64, before: u64, n: u32) -> bool {
+    4 * active >= before && active < 4 * before && 64 * active < n as u64
+}
 /// Edges per read request (1 MiB).
 const WINDOW: u64 = 1 << 18;
 /// Unwanted edges between two wanted lists that are read through rather than
@@ -638,9 +645,15 @@ impl InEdges {
             grid + grid / 4
         };
         // A sparse step reads at least its lists' bytes: priced only when
-        // those are fewer than `others`, the other steps' price.
+        // those are fewer than `others`, the other steps' price. What the
+        // page cache holds of the lists costs their bytes examined (4 an
+        // edge) but no request and no gap read through.
         let sparse = |others: u64| match 4 * m_f < others {
-            true => price(&self.out, Want::Set(e.active_bitmap())),
+            true => {
+                let p = price(&self.out, Want::Set(e.active_bitmap()));
+                let extra = p.saturating_sub(4 * m_f) as f64;
+                4 * m_f + (extra * (1.0 - self.out.cached_fraction())) as u64
+            }
             false => u64::MAX,
         };
         let step = match self.inn() {
@@ -662,9 +675,12 @@ impl InEdges {
             // Once a grid pass's re-entry has run ahead, the grid it is: a
             // sparse step crosses one level, a grid pass several on a graph
             // with locality (a road network). Nor more than two sparse steps
-            // in a row unless the active set shrinks fourfold: a grid pass
-            // then shows whether re-entry runs ahead.
-            _ if self.deep || (self.sparse_run >= 2 && 4 * e.active_count() >= before) => {
+            // in a row unless the active set shrinks or grows fourfold or
+            // holds a 64th of the vertices: a grid pass then shows whether
+            // re-entry runs ahead. (A frontier that grows fourfold a level,
+            // or spans a 64th of the graph, is a small world's, where
+            // re-entry cannot run far; a road network's hold about √n.)
+            _ if self.deep || (self.sparse_run >= 2 && steady(e.active_count(), before, n)) => {
                 Step::TopDown
             }
             _ => {
