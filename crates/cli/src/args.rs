@@ -68,9 +68,16 @@ pub struct RunArgs {
     /// Map every vertex array from the work directory, whatever the budget.
     #[arg(long)]
     pub mapped_state: bool,
-    /// Read blocks with O_DIRECT, bypassing the page cache.
-    #[arg(long)]
+    /// Read blocks with O_DIRECT, bypassing the page cache. Without it (and
+    /// without --page-cache) the streaming engine does so by itself when the
+    /// grid is not cached and larger than the page cache can hold beside the
+    /// run: the machine's memory, or the memory limit of this process's cgroup,
+    /// less what the run holds.
+    #[arg(long, conflicts_with = "page_cache")]
     pub direct: bool,
+    /// Read blocks through the page cache even where the grid does not fit it.
+    #[arg(long)]
+    pub page_cache: bool,
     /// The engine: `stream` (CLIP grid streaming; vertex arrays mapped from the
     /// work directory beyond --memory), `external` (V-Part: vertex data larger than
     /// memory, one destination partition at a time; bfs, sssp, wcc-lp, pagerank,
@@ -140,6 +147,7 @@ impl RunArgs {
             work_dir: None,
             mapped_state: false,
             direct: false,
+            page_cache: false,
             engine: None,
             explain: false,
             edge_reads: EdgeReadsArg::Auto,

@@ -22,6 +22,7 @@ pub mod fault;
 mod file;
 mod huge;
 mod lock;
+mod room;
 mod scratch;
 mod sink;
 mod size;
@@ -35,6 +36,7 @@ pub use file::{
 };
 pub use huge::{advise_huge, huge_filled, huge_zeroed};
 pub use lock::NameLock;
+pub use room::memory_limit;
 pub use scratch::ScratchFile;
 pub use sink::ResultFile;
 pub use size::{format_bytes, parse_size};

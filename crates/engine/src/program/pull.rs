@@ -72,10 +72,16 @@
 //!   the cheaper of a sparse step and a grid pass, priced as below — but never
 //!   sparse once a grid pass's re-entry has run ahead (a sparse step crosses
 //!   one level, a road network's grid pass about six), nor a third sparse
-//!   step in a row unless the active set shrank fourfold: a grid pass then
+//!   step in a row while the active set stays within fourfold of the last
+//!   one and under a 64th of the vertices ([`steady`]): a grid pass then
 //!   shows whether re-entry runs ahead (without this a road network went
 //!   sparse from its root on, one level an iteration: New York 0.78 -> 0.9 s
-//!   warm, 10x the read requests). Once off the grid, each iteration takes the cheapest of a
+//!   warm, 10x the read requests). A small world's frontier grows or shrinks
+//!   more than fourfold a level, or spans more of the graph, so it keeps to
+//!   sparse steps while they are cheaper (Kronecker 22, warm: 7 of 7 levels
+//!   sparse, 0.47-0.52 -> 0.31-0.35 s). What the page cache holds of the
+//!   lists a sparse step prices at its bytes examined, without requests or
+//!   gaps. Once off the grid, each iteration takes the cheapest of a
 //!   bottom-up step, a sparse step and a grid pass, priced in bytes read in
 //!   sequence: a read request costs [`REQUEST_BYTES`] plus its bytes, a chunk
 //!   no more than its span read whole (read-ahead), kept lists a sixteenth of
