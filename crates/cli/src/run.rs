@@ -30,6 +30,17 @@ impl StreamObserver for Bars {
     }
 }
 
+/// The bytes of every grid block (with weights on a weighted store): what
+/// one pass over the grid reads at most.
+fn one_pass_bytes(store: &Store) -> Result<u64> {
+    Ok(store
+        .grid()?
+        .entries()
+        .iter()
+        .map(|e| e.shape().block_bytes(store.weighted()))
+        .sum())
+}
+
 /// What a streaming run holds: its buffers (what `--memory` leaves beside
 /// them is `state_room`) and its vertex state, or as much of it as the budget
 /// holds in memory.
@@ -52,12 +63,8 @@ fn past_the_cache(store: &Store, held: u64, limit: Option<u64>) -> Result<Option
     let Some(limit) = limit else {
         return Ok(None);
     };
+    let bytes = one_pass_bytes(store)?;
     let grid = store.grid()?;
-    let bytes: u64 = grid
-        .entries()
-        .iter()
-        .map(|e| e.shape().block_bytes(store.weighted()))
-        .sum();
     let room = limit.saturating_sub(held);
     let cached = grid.cached_fraction();
     if bytes <= room || cached >= 0.5 {
@@ -159,12 +166,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         return crate::external::run(a, store, algo, params, choice, start, outputs);
     }
     if a.explain {
-        let grid = store.grid()?;
-        let one_pass: u64 = grid
-            .entries()
-            .iter()
-            .map(|e| e.shape().block_bytes(store.weighted()))
-            .sum();
+        let one_pass = one_pass_bytes(&store)?;
         println!(
             "engine: stream ({})\nmemory: {} ring slots of {}, {} left for vertex arrays\nper iteration at most: read {} (every grid block)",
             choice.reason,
