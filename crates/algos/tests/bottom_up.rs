@@ -390,6 +390,32 @@ fn a_small_world_frontier_keeps_to_sparse_steps() {
         "{} sparse of {} iterations",
         s.sparse_iterations, s.iterations
     );
+    // The first level whose sources hold a quarter of the edges reads its
+    // chunks whole and keeps the lists of the vertices not yet reached: the
+    // deeper levels' lists come from memory (all of them, but for chunks
+    // that level did not read at least half of).
+    let depth = reference::bfs(&g, 0);
+    let mut out = vec![0u64; g.n as usize];
+    for &(u, _, _) in &g.edges {
+        out[u as usize] += 1;
+    }
+    let deepest = depth.iter().flatten().max().copied().unwrap_or(0);
+    let at = |d: u32| -> u64 {
+        (0..g.n as usize)
+            .filter(|&v| depth[v] == Some(d))
+            .map(|v| out[v])
+            .sum()
+    };
+    let dense = (0..=deepest)
+        .find(|&d| 4 * at(d) >= g.edges.len() as u64)
+        .expect("a level with a quarter of the edges");
+    let deeper: u64 = (dense + 1..=deepest).map(at).sum();
+    assert!(deeper > 0);
+    assert!(
+        s.csr_kept_edges <= deeper && 10 * s.csr_kept_edges >= 9 * deeper,
+        "{} of the {deeper} edges below level {dense} from kept lists",
+        s.csr_kept_edges
+    );
 }
 
 #[test]

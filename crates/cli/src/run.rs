@@ -247,8 +247,13 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         match (es.bottom_up_iterations, es.sparse_iterations) {
             (0, 0) => String::new(),
             (b, s) => format!(
-                " ({b} bottom-up, {s} sparse: {} CSR edges in {:.2}s)",
-                es.csr_edges, es.csr_seconds
+                " ({b} bottom-up, {s} sparse: {} CSR edges{} in {:.2}s)",
+                es.csr_edges,
+                match es.csr_kept_edges {
+                    0 => String::new(),
+                    k => format!(", {k} of them from lists kept in memory"),
+                },
+                es.csr_seconds
             ),
         },
         es.blocks_read,

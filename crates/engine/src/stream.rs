@@ -279,6 +279,9 @@ pub struct StreamStats {
     pub sparse_iterations: u64,
     pub csr_edges: u64,
     pub csr_seconds: f64,
+    /// Of `csr_edges`, those sparse steps took from out-lists a dense sparse
+    /// step kept in memory (`program/kept_out.rs`) instead of reading them.
+    pub csr_kept_edges: u64,
 }
 
 /// Progress callbacks (the CLI draws a bar per iteration).
@@ -897,6 +900,11 @@ impl<'s> StreamEngine<'s> {
         std::mem::swap(&mut self.active, &mut self.next);
         self.next.clear_all();
         Ok(self.active.count())
+    }
+
+    /// Counts `edges` of [`StreamStats::csr_kept_edges`].
+    pub(crate) fn add_kept_edges(&mut self, edges: u64) {
+        self.stats.csr_kept_edges += edges;
     }
 
     /// Statistics so far, with the store's I/O counters since the engine started.

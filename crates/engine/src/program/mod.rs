@@ -28,6 +28,8 @@
 //! a run gives the same answer for every thread count.
 
 mod jobs;
+mod kept_out;
+mod lists;
 mod pull;
 pub(crate) mod relax;
 mod stream;

@@ -33,7 +33,13 @@
 //!   vertex's list either has its hit there or is kept again). On Kronecker 24
 //!   the vertices never reached (9.4M) hold 1.7M in-edges scattered over the
 //!   whole 1 GiB file: re-read by read-ahead, each later step took 0.6-0.7 s,
-//!   from memory 0.01-0.06 s.
+//!   from memory 0.01-0.06 s. A sparse step whose sources hold a quarter of
+//!   the edges reads its dense chunks whole and keeps the out-lists of the
+//!   vertices neither settled nor active (`kept_out.rs`), once a run, in
+//!   half of what the budget has left; later sparse steps take a chunk from
+//!   there when it holds every active vertex's list. Kronecker 24 bfs, cold,
+//!   512 MiB, four alternating runs: 2.69 -> 1.84 s (median), engine reads
+//!   2.30 -> 1.14 GiB, 38K -> 7.7K requests.
 //! * **Sparse steps.** When the frontier is small, an iteration may instead
 //!   push from the active vertices along their out-edge lists (`csr.out.*`),
 //!   read the same way: a top-down step that reads a few lists instead of
@@ -83,7 +89,7 @@
 //!   lists a sparse step prices at its bytes examined, without requests or
 //!   gaps. Once off the grid, each iteration takes the cheapest of a
 //!   bottom-up step, a sparse step and a grid pass, priced in bytes read in
-//!   sequence: a read request costs [`REQUEST_BYTES`] plus its bytes, a chunk
+//!   sequence: a read request costs [`REQUEST_BYTES`](super::lists::REQUEST_BYTES) plus its bytes, a chunk
 //!   no more than its span read whole (read-ahead), kept lists a sixteenth of
 //!   their bytes, a grid pass its rows' bytes and a quarter more for decoding
 //!   them. SC'12's return to top-down
@@ -105,21 +111,17 @@
 //! vertices. The kept lists take what they hold (at
 //! most half of what the budget has left) and give it back when replaced.
 
+use super::kept_out::KeptOut;
+use super::lists::{chunk_range, Bufs, Side, Want, CHUNK, GAP, WINDOW};
 use super::relax::{self, Refused, Word};
 use super::EdgeProgram;
 use crate::error::{EngineError, Result};
 use crate::stream::{prefetch, BottomUp, StreamEngine};
 use outcore_state::AtomicBitmap;
-use outcore_store::format::{FileKind, LayoutFile};
 use outcore_store::manifest::Manifest;
 use outcore_store::pagesums::{PageSums, SUM_GROUP};
-use outcore_store::Store;
 use rayon::prelude::*;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-
-/// Vertices per task.
-const CHUNK: u32 = 4096;
 
 /// Whether `active` vertices after `before` (of `n`) look like a frontier
 /// that re-entry may run ahead of: within fourfold of the last one and under
@@ -127,11 +129,6 @@ const CHUNK: u32 = 4096;
 fn steady(active: u64, before: u64, n: u32) -> bool {
     4 * active >= before && active < 4 * before && 64 * active < n as u64
 }
-/// Edges per read request (1 MiB).
-const WINDOW: u64 = 1 << 18;
-/// Unwanted edges between two wanted lists that are read through rather than
-/// starting a new request (16 KiB).
-const GAP: u64 = 1 << 12;
 /// A chunk's wanted lists (vertex, first and last edge), at most: per
 /// thread [`AHEAD`] + 1 for reading, one for pricing.
 const WANTED_BYTES: u64 = CHUNK as u64 * 24;
@@ -140,8 +137,6 @@ const TASK: u32 = 16;
 /// Chunks of a task whose reads are hinted to the kernel while an earlier one
 /// is read ([`Side::hint`]).
 const AHEAD: u32 = 4;
-/// Bytes hinted per chunk, at most.
-const HINT_BYTES: u64 = 2 << 20;
 /// What a byte of a sparse step's price costs against a byte a grid pass
 /// streams, when neither is cached: weighted Kronecker 24, cold, a sparse
 /// step and a grid pass took the same time where the step's price was about
@@ -150,34 +145,6 @@ const HINT_BYTES: u64 = 2 << 20;
 const SPARSE_READ: f64 = 2.5;
 /// SC'12's threshold for going bottom-up (the value gapbs uses).
 const ALPHA: u64 = 15;
-/// What one more read request costs, in bytes read in sequence: the device
-/// reads about 1 GB/s in sequence and 55 MB/s in random 4 KiB requests
-/// (`outcore calibrate`), so a request costs about 64 KiB of streaming.
-const REQUEST_BYTES: u64 = 64 << 10;
-
-/// Which vertices' lists a step reads: those set in a bitmap (the active
-/// ones), or those clear in it (the ones not settled).
-#[derive(Clone, Copy)]
-enum Want<'a> {
-    Set(&'a AtomicBitmap),
-    Clear(&'a AtomicBitmap),
-}
-
-impl<'a> Want<'a> {
-    /// The vertices in `r` it picks, ascending, a bitmap word at a time.
-    fn vertices(self, r: Range<u32>) -> impl Iterator<Item = u32> + 'a {
-        let (b, set) = match self {
-            Want::Set(b) => (b, true),
-            Want::Clear(b) => (b, false),
-        };
-        b.bits_in(r, set)
-    }
-}
-
-/// The vertices of chunk `c` of `n`.
-fn chunk_range(c: u32, n: u32) -> Range<u32> {
-    c * CHUNK..((c + 1) * CHUNK).min(n)
-}
 
 /// Which CSR lists a bottom-up step reads on a store with this manifest:
 /// `csr.in.*` when ingested with `--in-edges`, the out-edge lists of an
@@ -202,241 +169,6 @@ pub(crate) enum Step {
     BottomUp,
     /// Every active vertex reads its out-edges from the out-edge CSR.
     Sparse,
-}
-
-/// One direction's CSR lists: degrees, each chunk's first edge, the targets
-/// and their page-group checksums, and for a weighted program the weights
-/// and theirs.
-struct Side {
-    deg: Vec<u32>,
-    base: Vec<u64>,
-    targets: LayoutFile,
-    sums: PageSums,
-    weights: Option<(LayoutFile, PageSums)>,
-}
-
-/// A thread's read buffers: targets, and weights when the lists carry them.
-#[derive(Default)]
-struct Bufs {
-    targets: Vec<u32>,
-    weights: Vec<f32>,
-}
-
-impl Side {
-    /// Memory a side holds for `n` vertices and `sums` checksums (and
-    /// `wsums` for the weights).
-    fn bytes(n: u64, sums: &PageSums, wsums: Option<&PageSums>) -> u64 {
-        4 * n + (n.div_ceil(CHUNK as u64) + 1) * 8 + sums.bytes() + wsums.map_or(0, |w| w.bytes())
-    }
-
-    /// The share of the lists (targets, and weights) the page cache holds.
-    fn cached_fraction(&self) -> f64 {
-        match &self.weights {
-            Some((w, _)) => (self.targets.cached_fraction() + w.cached_fraction()) / 2.0,
-            None => self.targets.cached_fraction(),
-        }
-    }
-
-    /// Bytes an edge takes in the lists read: its target, and its weight.
-    fn edge_bytes(&self) -> u64 {
-        if self.weights.is_some() {
-            8
-        } else {
-            4
-        }
-    }
-
-    fn open(store: &Store, dir: &str, sums: PageSums, wsums: Option<PageSums>) -> Result<Side> {
-        let deg = store.degrees(dir)?;
-        let targets = store.layout(&format!("csr.{dir}.targets"), FileKind::CsrTargets)?;
-        let mut base = Vec::with_capacity(deg.len().div_ceil(CHUNK as usize) + 1);
-        let mut at = 0u64;
-        for (c, d) in deg.iter().enumerate() {
-            if c % CHUNK as usize == 0 {
-                base.push(at);
-            }
-            at += *d as u64;
-        }
-        base.push(at);
-        if at != targets.header.count || at * 4 != sums.payload() {
-            return Err(EngineError::Invalid(format!(
-                "{}: the degrees (degrees.{dir}) add up to {at} edges, the file holds {}: the store is damaged",
-                targets.file.path().display(),
-                targets.header.count
-            )));
-        }
-        let weights = match wsums {
-            Some(ws) => {
-                let w = store.layout(&format!("csr.{dir}.weights"), FileKind::CsrWeights)?;
-                if w.header.count != at || ws.payload() != at * 4 {
-                    return Err(EngineError::Invalid(format!(
-                        "{}: holds {} weights for {at} edges: the store is damaged",
-                        w.file.path().display(),
-                        w.header.count
-                    )));
-                }
-                Some((w, ws))
-            }
-            None => None,
-        };
-        Ok(Side {
-            deg,
-            base,
-            targets,
-            sums,
-            weights,
-        })
-    }
-
-    /// Fills `wanted` with chunk `c`'s vertices that `want` picks and have
-    /// edges, with their edge ranges: the picked vertices taken a bitmap word
-    /// at a time, the degrees between them summed (a chunk with none picked
-    /// costs its bitmap words).
-    fn pick(&self, c: u32, want: Want<'_>, wanted: &mut Vec<(u32, u64, u64)>) {
-        let r = chunk_range(c, self.deg.len() as u32);
-        let (mut at, mut from) = (self.base[c as usize], r.start);
-        wanted.clear();
-        let mut take = |v: u32| {
-            at += self.deg[from as usize..v as usize]
-                .iter()
-                .map(|&d| d as u64)
-                .sum::<u64>();
-            let d = self.deg[v as usize] as u64;
-            if d > 0 {
-                wanted.push((v, at, at + d));
-            }
-            at += d;
-            from = v + 1;
-        };
-        want.vertices(r).for_each(&mut take);
-    }
-
-    /// The degrees of the vertices `want` picks in chunk `c`, summed.
-    fn degrees(&self, c: u32, want: Want<'_>) -> u64 {
-        let r = chunk_range(c, self.deg.len() as u32);
-        want.vertices(r).map(|v| self.deg[v as usize] as u64).sum()
-    }
-
-    /// The read request starting at `wanted[i]`: the entries it covers end
-    /// at `j`, its edges at `end`. A list longer than [`WINDOW`] is a request
-    /// of its own (read window by window).
-    fn request(wanted: &[(u32, u64, u64)], i: usize) -> (usize, u64) {
-        let (_, a0, mut end) = wanted[i];
-        let mut j = i + 1;
-        if end - a0 <= WINDOW {
-            while j < wanted.len() && wanted[j].2 - a0 <= WINDOW && wanted[j].1 - end <= GAP {
-                end = wanted[j].2;
-                j += 1;
-            }
-        }
-        (j, end)
-    }
-
-    /// What reading chunk `c`'s lists that `want` picks costs, in bytes read
-    /// in sequence: each request [`REQUEST_BYTES`] plus its bytes, but no more
-    /// than reading the chunk's span whole (the kernel's read-ahead turns
-    /// dense requests into one sequential read).
-    fn cost(&self, c: u32, want: Want<'_>, wanted: &mut Vec<(u32, u64, u64)>) -> u64 {
-        self.pick(c, want, wanted);
-        let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
-            return 0;
-        };
-        // Each file read (targets, and weights) is a request of its own.
-        let (eb, files) = (self.edge_bytes(), self.edge_bytes() / 4);
-        let span = eb * (last.2 - first.1);
-        let mut requests = 0u64;
-        let mut i = 0;
-        while i < wanted.len() {
-            let (j, end) = Self::request(wanted, i);
-            requests += files * REQUEST_BYTES + eb * (end - wanted[i].1);
-            i = j;
-        }
-        requests.min(span)
-    }
-
-    /// Asks the kernel to start reading what [`Side::lists`] will read of
-    /// `wanted` (a chunk's pick), without waiting: its requests (a long
-    /// list's first window), at most [`HINT_BYTES`] a chunk. A thread's reads
-    /// are synchronous, one request at a time; hinting the next chunks' while
-    /// it reads one keeps several in flight (a no-op with `--direct`). A
-    /// request that starts within [`GAP`] edges of where the last one of the
-    /// task ended (`end`, in edges) is not hinted: the kernel's own read-ahead
-    /// follows a sequential read better than hints do.
-    fn hint(&self, wanted: &[(u32, u64, u64)], end: &mut u64) {
-        let (mut i, mut hinted) = (0, 0);
-        while i < wanted.len() && hinted < HINT_BYTES {
-            let (j, z) = Self::request(wanted, i);
-            let a = wanted[i].1;
-            if a > *end + GAP || a < *end {
-                let (lo, hi) = self.sums.span(4 * a, 4 * z.min(a + WINDOW));
-                self.targets.will_need(lo, hi - lo);
-                if let Some((w, ws)) = &self.weights {
-                    let (lo, hi) = ws.span(4 * a, 4 * z.min(a + WINDOW));
-                    w.will_need(lo, hi - lo);
-                }
-                hinted += hi - lo;
-            }
-            *end = z;
-            i = j;
-        }
-    }
-
-    /// Reads the lists `wanted` (a chunk's pick) and hands each to `visit`
-    /// with its weights (empty when the side has none), which returns the
-    /// edges it examined and whether it stopped (at a hit). Returns the edges
-    /// examined.
-    fn lists(
-        &self,
-        wanted: &[(u32, u64, u64)],
-        buf: &mut Bufs,
-        mut visit: impl FnMut(u32, &[u32], &[f32]) -> (u64, bool),
-    ) -> Result<u64> {
-        let mut edges = 0u64;
-        let mut i = 0;
-        while i < wanted.len() {
-            let (v, a0, b0) = wanted[i];
-            if b0 - a0 > WINDOW {
-                // A long list alone, window by window, until it stops.
-                let mut a = a0;
-                while a < b0 {
-                    let b = (a + WINDOW).min(b0);
-                    let (k, kw) = self.read(a, b, buf)?;
-                    let len = (b - a) as usize;
-                    let ws = kw.map_or(&[][..], |kw| &buf.weights[kw..kw + len]);
-                    let (x, stop) = visit(v, &buf.targets[k..k + len], ws);
-                    edges += x;
-                    if stop {
-                        break;
-                    }
-                    a = b;
-                }
-                i += 1;
-                continue;
-            }
-            let (j, end) = Self::request(wanted, i);
-            let (k, kw) = self.read(a0, end, buf)?;
-            for &(v, a, b) in &wanted[i..j] {
-                let (s, len) = ((a - a0) as usize, (b - a) as usize);
-                let ws = kw.map_or(&[][..], |kw| &buf.weights[kw + s..kw + s + len]);
-                edges += visit(v, &buf.targets[k + s..k + s + len], ws).0;
-            }
-            i = j;
-        }
-        Ok(edges)
-    }
-
-    /// Edges `a..b` into `buf` (widened to whole checksum groups and
-    /// checked); where edge `a` lies in its targets and in its weights.
-    fn read(&self, a: u64, b: u64, buf: &mut Bufs) -> Result<(usize, Option<usize>)> {
-        let k = self
-            .sums
-            .read_checked(&self.targets, a * 4, b * 4, &mut buf.targets)?;
-        let kw = match &self.weights {
-            Some((w, ws)) => Some(ws.read_checked(w, a * 4, b * 4, &mut buf.weights)?),
-            None => None,
-        };
-        Ok((k, kw))
-    }
 }
 
 /// A store's in-edges (and out-edges) and what deciding and running
@@ -465,6 +197,11 @@ pub(crate) struct InEdges {
     /// kept in memory when they fit half of what the budget has left: later
     /// bottom-up steps read them from here instead of the file.
     kept: Option<Kept>,
+    /// The out-lists a dense sparse step kept for the sparse steps after it
+    /// (`kept_out.rs`).
+    kept_out: Option<KeptOut>,
+    /// The active vertices' out-edges when the last step was chosen.
+    last_m_f: u64,
 }
 
 /// Where a store's in-edge lists are.
@@ -555,6 +292,8 @@ impl InEdges {
                 sparse_run: 0,
                 last_active: 0,
                 kept: None,
+                kept_out: None,
+                last_m_f: 0,
             })
         })();
         if r.is_err() {
@@ -635,6 +374,7 @@ impl InEdges {
                 })
                 .reduce(|| (0, 0), |x, y| (x.0 + y.0, x.1 + y.1))
         });
+        self.last_m_f = m_f;
         // What a chunk-by-chunk read of the lists `want` picks costs.
         let price = |side: &Side, want: Want<'_>| -> u64 {
             e.pool().install(|| {
@@ -656,7 +396,22 @@ impl InEdges {
         // edge) but no request and no gap read through.
         let sparse = |others: u64| match 4 * m_f < others {
             true => {
-                let p = price(&self.out, Want::Set(e.active_bitmap()));
+                let active = Want::Set(e.active_bitmap());
+                let p = match &self.kept_out {
+                    None => price(&self.out, active),
+                    // Kept lists cost their bytes examined.
+                    Some(k) => e.pool().install(|| {
+                        (0..chunks)
+                            .into_par_iter()
+                            .map_init(Vec::new, |wanted, c| {
+                                match k.covers(c, n, e.active_bitmap()) {
+                                    true => 4 * self.out.degrees(c, active),
+                                    false => self.out.cost(c, active, wanted),
+                                }
+                            })
+                            .sum()
+                    }),
+                };
                 let extra = p.saturating_sub(4 * m_f) as f64;
                 4 * m_f + (extra * (1.0 - self.out.cached_fraction())) as u64
             }
@@ -823,6 +578,19 @@ impl InEdges {
         }
         let cap = e.budget().remaining() / 2;
         let (used, full) = (AtomicU64::new(0), AtomicBool::new(!bottom_up));
+        // A sparse step over at least a quarter of the edges keeps the
+        // out-lists of the vertices still to be reached, once a run, for the
+        // sparse steps after it (`kept_out.rs`).
+        let edges_all = *self.out.base.last().unwrap_or(&0);
+        let fresh = (!bottom_up
+            && settled.is_some()
+            && self.out.weights.is_none()
+            && self.kept_out.is_none()
+            && 4 * self.last_m_f >= edges_all
+            && edges_all > 0
+            && e.budget().take(KeptOut::base_bytes(n)))
+        .then(|| KeptOut::new(n));
+        let from_kept = AtomicU64::new(0);
         let this = &*self;
         let fr = &this.frontier;
         let mut kept = Vec::new();
@@ -858,6 +626,42 @@ impl InEdges {
                 if !bottom_up {
                     // Every active source pushes once: none stays
                     // active unless lowered.
+                    if let Some(k) = this.kept_out.as_ref().filter(|k| k.covers(c, n, active)) {
+                        let edges =
+                            k.visit(c, n, &this.out.deg, active, |u, d| push(u, d, &[], next));
+                        from_kept.fetch_add(edges, Relaxed);
+                        return Ok((edges, None));
+                    }
+                    if let Some(f) = fresh.as_ref().filter(|_| this.out.dense(c, wanted)) {
+                        // The chunk read whole; the lists of its vertices
+                        // neither settled nor active kept, in order.
+                        for v in chunk_range(c, n) {
+                            if !active.get(v) && open(v) {
+                                f.mark(v);
+                            }
+                        }
+                        let mut all = Vec::new();
+                        this.out.pick_all(c, &mut all);
+                        let mut lists = Vec::new();
+                        let edges = this.out.lists(&all, buf, |u, dsts, ws| {
+                            if active.get(u) {
+                                (push(u, dsts, ws, next), false)
+                            } else {
+                                if f.holds(u) {
+                                    lists.extend_from_slice(dsts);
+                                }
+                                (0, false)
+                            }
+                        })?;
+                        lists.shrink_to_fit();
+                        let size = lists.len() as u64 * 4;
+                        if used.fetch_add(size, Relaxed) + size <= cap {
+                            return Ok((edges, Some((Vec::new(), lists))));
+                        }
+                        used.fetch_sub(size, Relaxed);
+                        f.unmark(c, n);
+                        return Ok((edges, None));
+                    }
                     let edges = this
                         .out
                         .lists(wanted, buf, |u, dsts, ws| (push(u, dsts, ws, next), false))?;
@@ -938,7 +742,11 @@ impl InEdges {
                             let slot = |c: u32| (c % (AHEAD + 1)) as usize;
                             let mut end = u64::MAX - GAP;
                             let mut pick = |c: u32, ring: &mut [Vec<(u32, u64, u64)>]| {
-                                if let Some(side) = side {
+                                let kept = this.kept_out.as_ref();
+                                if !bottom_up && kept.is_some_and(|k| k.covers(c, n, active)) {
+                                    // Read from memory: nothing to pick or hint.
+                                    ring[slot(c)].clear();
+                                } else if let Some(side) = side {
                                     side.pick(c, want, &mut ring[slot(c)]);
                                     side.hint(&ring[slot(c)], &mut end);
                                 }
@@ -962,15 +770,30 @@ impl InEdges {
             let mut edges = 0;
             for (x, k) in per_chunk {
                 edges += x;
-                kept.push(k.unwrap_or_default());
+                kept.push(k);
             }
             Ok(edges)
         })?;
         drop(old);
+        e.add_kept_edges(from_kept.into_inner());
         let bytes = used.load(Relaxed);
+        if let Some(mut f) = fresh {
+            if bytes > 0 && e.budget().take(bytes) {
+                for (c, k) in kept.into_iter().enumerate() {
+                    if let Some((_, lists)) = k {
+                        let size = lists.len() as u64 * 4;
+                        f.put(c as u32, lists, size);
+                    }
+                }
+                self.kept_out = Some(f);
+            } else {
+                e.budget().give_back(KeptOut::base_bytes(n));
+            }
+            return Ok(());
+        }
         if !full.load(Relaxed) && e.budget().take(bytes) {
             self.kept = Some(Kept {
-                chunks: kept,
+                chunks: kept.into_iter().map(Option::unwrap_or_default).collect(),
                 bytes,
             });
         }
@@ -979,6 +802,8 @@ impl InEdges {
 
     /// Memory to give back to the budget when the run ends.
     pub(crate) fn held(&self) -> u64 {
-        self.bytes + self.kept.as_ref().map_or(0, |k| k.bytes)
+        self.bytes
+            + self.kept.as_ref().map_or(0, |k| k.bytes)
+            + self.kept_out.as_ref().map_or(0, |k| k.bytes)
     }
 }
