@@ -188,6 +188,11 @@ impl Side {
         2 * read >= span
     }
 
+    /// The edges of every list.
+    pub(super) fn edges(&self) -> u64 {
+        self.base.last().copied().unwrap_or(0)
+    }
+
     /// The degrees of the vertices `want` picks in chunk `c`, summed.
     pub(super) fn degrees(&self, c: u32, want: Want<'_>) -> u64 {
         let r = chunk_range(c, self.deg.len() as u32);
