@@ -63,8 +63,12 @@ fn past_the_cache(store: &Store, held: u64, limit: Option<u64>) -> Result<Option
     let Some(limit) = limit else {
         return Ok(None);
     };
-    let bytes = one_pass_bytes(store)?;
     let grid = store.grid()?;
+    let bytes: u64 = grid
+        .entries()
+        .iter()
+        .map(|e| e.shape().block_bytes(store.weighted()))
+        .sum();
     let room = limit.saturating_sub(held);
     let cached = grid.cached_fraction();
     if bytes <= room || cached >= 0.5 {
@@ -150,6 +154,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
             choice.direct = true;
             choice.reason += &why;
         }
+        engine.count_io_from_now();
     }
     if choice.direct && !cfg.direct_io {
         drop(engine);

@@ -902,6 +902,13 @@ impl<'s> StreamEngine<'s> {
         Ok(self.active.count())
     }
 
+    /// Counts the store's I/O from now on: what the caller read while
+    /// choosing how to run (the grid's index, to price a pass) is not the
+    /// engine's.
+    pub fn count_io_from_now(&mut self) {
+        self.start_io = self.store.stats().snapshot();
+    }
+
     /// Counts `edges` of [`StreamStats::csr_kept_edges`].
     pub(crate) fn add_kept_edges(&mut self, edges: u64) {
         self.stats.csr_kept_edges += edges;
