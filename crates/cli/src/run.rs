@@ -11,7 +11,7 @@ use outcore_algos::{verify::verify, Algo, Params};
 use outcore_engine::stream::StreamObserver;
 use outcore_engine::{BlockOrder, StreamConfig, StreamEngine};
 use outcore_io::{format_bytes, IoStats, ReadMode};
-use outcore_store::Store;
+use outcore_store::{GridReader, Store};
 use std::time::Instant;
 
 struct Bars {
@@ -32,13 +32,11 @@ impl StreamObserver for Bars {
 
 /// The bytes of every grid block (with weights on a weighted store): what
 /// one pass over the grid reads at most.
-fn one_pass_bytes(store: &Store) -> Result<u64> {
-    Ok(store
-        .grid()?
-        .entries()
+fn one_pass_bytes(grid: &GridReader, weighted: bool) -> u64 {
+    grid.entries()
         .iter()
-        .map(|e| e.shape().block_bytes(store.weighted()))
-        .sum())
+        .map(|e| e.shape().block_bytes(weighted))
+        .sum()
 }
 
 /// What a streaming run holds: its buffers (what `--memory` leaves beside
@@ -64,11 +62,7 @@ fn past_the_cache(store: &Store, held: u64, limit: Option<u64>) -> Result<Option
         return Ok(None);
     };
     let grid = store.grid()?;
-    let bytes: u64 = grid
-        .entries()
-        .iter()
-        .map(|e| e.shape().block_bytes(store.weighted()))
-        .sum();
+    let bytes = one_pass_bytes(&grid, store.weighted());
     let room = limit.saturating_sub(held);
     let cached = grid.cached_fraction();
     if bytes <= room || cached >= 0.5 {
@@ -171,7 +165,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         return crate::external::run(a, store, algo, params, choice, start, outputs);
     }
     if a.explain {
-        let one_pass = one_pass_bytes(&store)?;
+        let one_pass = one_pass_bytes(&store.grid()?, store.weighted());
         println!(
             "engine: stream ({})\nmemory: {} ring slots of {}, {} left for vertex arrays\nper iteration at most: read {} (every grid block)",
             choice.reason,
