@@ -95,6 +95,11 @@ pub struct RunArgs {
     /// runs, or whichever the cost model prices lower.
     #[arg(long, value_enum, default_value_t = EdgeReadsArg::Auto)]
     pub edge_reads: EdgeReadsArg,
+    /// External engine: apply every destination a message reached, without
+    /// the bitmap of final destinations bfs keeps by default (for measuring
+    /// it).
+    #[arg(long)]
+    pub no_settle: bool,
     /// bfs and sssp on the streaming engine: run bfs's levels with large
     /// frontiers bottom-up over the in-edges (stores ingested with --in-edges,
     /// or undirected) and small ones (bfs's and sssp's) from the out-edge lists
@@ -151,6 +156,7 @@ impl RunArgs {
             engine: None,
             explain: false,
             edge_reads: EdgeReadsArg::Auto,
+            no_settle: false,
             bottom_up: BottomUpArg::Auto,
             vertex: crate::vertex::VertexArgs::default(),
         }

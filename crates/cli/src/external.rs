@@ -544,6 +544,7 @@ pub fn run(
         result_window: 0,
         narrow_lists: true,
         mirror_bits: true,
+        settle: !a.no_settle,
     };
     let mut engine = ExternalEngine::new(&store, cfg)?;
     let bar = ProgressBar::new(0);

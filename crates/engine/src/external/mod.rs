@@ -53,7 +53,9 @@
 //!    values `apply` changed, a block of 4096 whole the first time it is
 //!    written (its other pages would read as zeros, not initial values):
 //!    bfs's late levels reach many blocks but change few values (Kronecker
-//!    24 at 16M: 542 -> 390 MiB of destinations written);
+//!    24 at 16M: 542 -> 390 MiB of destinations written); for settling
+//!    programs (bfs) a message into a destination already final counts as
+//!    none (`settle.rs`);
 //! 4. mirror updates (§4.3, Figure 6), on a thread of their own while the next
 //!    partition is processed (they write slot `i % 2`, which iteration i does not
 //!    read; one in flight at a time): the destinations' masks are streamed and
@@ -105,7 +107,9 @@
 //! sixteenth of the budget shared, whole pages, 4 to 256 KiB each, which a
 //! pending run never grows past), a mask chunk, the mirror updates' skip table (at most 64 KiB, or 8 (K + 1) K bytes above 90 partitions: see below), one partition's destination data (the program's
 //! [`EdgeProgram::bytes_per_vertex`], 8 more per extra thread's accumulator and
-//! 17 for two mirror jobs — 9 for narrow messages — per destination), and chunk buffers from what is left,
+//! 17 for two mirror jobs — 9 for narrow messages — per destination), for
+//! settling programs when it fits one bit per destination of every partition
+//! (`settle.rs`), and chunk buffers from what is left,
 //! between 2 x [`min_slot`] (600 KiB unweighted, 608 KiB weighted) and 64 MiB, shared by the
 //! windows of edges alive (one per applying thread and the one being read:
 //! three on two threads; fewer threads apply when fewer windows fit), with their chunks of source entries
@@ -121,6 +125,7 @@ mod edges;
 mod mirror;
 mod plan;
 mod scratch;
+mod settle;
 
 use scratch::{block_runs, Scratch, BLOCK};
 
@@ -203,6 +208,9 @@ pub struct ExternalConfig {
     /// activation epoch ([`EdgeProgram::epoch_messages`]: bfs) keeps its
     /// mirror slots as bitmaps of the activated entries instead of lists.
     pub mirror_bits: bool,
+    /// Settling programs (bfs) pass over final destinations (`settle.rs`)
+    /// when the budget spares their bitmap.
+    pub settle: bool,
 }
 
 impl Default for ExternalConfig {
@@ -216,6 +224,7 @@ impl Default for ExternalConfig {
             result_window: 0,
             narrow_lists: true,
             mirror_bits: true,
+            settle: true,
         }
     }
 }
@@ -269,6 +278,9 @@ pub struct ExternalStats {
     /// Partition applies that read, applied and wrote back only the blocks of
     /// destinations a message reached (at most half of them).
     pub sparse_applies: u64,
+    /// Memory of the bitmap of final destinations (settling programs; 0:
+    /// not kept, see `settle.rs`).
+    pub settle_memory: u64,
     pub mirror_update_seconds: f64,
     /// Setting up (the source tables' edge offsets, initial values and mirrors)
     /// and assembling the result in dense order at the end.
@@ -400,15 +412,30 @@ impl<'s> ExternalEngine<'s> {
         let t_init = Instant::now();
         let k = self.layout.partitions();
         let eb = self.layout.edge_bytes();
-        let plan = plan(
-            &self.layout.record,
-            self.cfg.memory,
-            prog.bytes_per_vertex(),
-            prog.narrow_messages(),
-            eb,
-            self.stats.threads,
-        )
-        .map_err(EngineError::Budget)?;
+        let plan_for = |memory: u64| {
+            plan(
+                &self.layout.record,
+                memory,
+                prog.bytes_per_vertex(),
+                prog.narrow_messages(),
+                eb,
+                self.stats.threads,
+            )
+        };
+        let mut plan = plan_for(self.cfg.memory).map_err(EngineError::Budget)?;
+        // A settling program's bitmaps, when the budget spares them.
+        let settle_bytes = settle::Settled::bytes(&self.layout.record);
+        let settled = if self.cfg.settle && settle::settles(prog) {
+            plan_for(self.cfg.memory.saturating_sub(settle_bytes))
+                .ok()
+                .map(|p| {
+                    plan = p;
+                    settle::Settled::new(&self.layout.record.dests)
+                })
+        } else {
+            None
+        };
+        self.stats.settle_memory = if settled.is_some() { settle_bytes } else { 0 };
         self.stats.dest_memory = plan.dest_memory;
         self.stats.mirror_buffer = plan.mirror_buffer;
         self.stats.chunk_memory = plan.chunk_memory;
@@ -468,6 +495,7 @@ impl<'s> ExternalEngine<'s> {
             lists,
             bits,
             list_len: &list_len,
+            settled: settled.as_ref(),
         };
 
         // Iteration 0: initial values (not written: a destination block never
@@ -818,14 +846,31 @@ impl<'s> ExternalEngine<'s> {
         // Sparse destinations: when `apply` without a message changes nothing and
         // at most half the blocks received one, only those blocks are read,
         // applied and written back.
+        // A block whose messages reached only final destinations (settling
+        // programs) is not hit: their values cannot change.
+        let settled = st.settled;
         let hit: Option<Vec<bool>> = if prog.idle_without_messages() {
             let id = prog.identity();
             let hit: Vec<bool> = self.pool.install(|| {
                 acc.par_chunks(BLOCK)
-                    .map(|a| a.iter().any(|&x| x != id))
+                    .enumerate()
+                    .map(|(b, a)| match settled {
+                        Some(s) => a
+                            .iter()
+                            .enumerate()
+                            .any(|(j, &x)| x != id && !s.is_final(qu, b * BLOCK + j)),
+                        None => a.iter().any(|&x| x != id),
+                    })
                     .collect()
             });
-            (hit.iter().filter(|&&h| h).count() * 2 <= hit.len()).then_some(hit)
+            let n_hit = hit.iter().filter(|&&h| h).count();
+            if n_hit == 0 {
+                // Messages reached only final destinations.
+                stats.compute_seconds += tc.elapsed().as_secs_f64();
+                stats.partitions_idle += 1;
+                return Ok((0, active_sources, MirrorJob::idle(narrow, q, it)));
+            }
+            (n_hit * 2 <= hit.len()).then_some(hit)
         } else {
             None
         };
@@ -885,6 +930,11 @@ impl<'s> ExternalEngine<'s> {
                         let mut one: Aggregates = [0.0; 4];
                         let old = v[i];
                         let act = prog.apply(g, &mut v[i], a[i], d[i], &mut one);
+                        if let Some(s) = settled {
+                            if settle::final_value(prog, &v[i], it) {
+                                s.set_final(qu, b * BLOCK + i);
+                            }
+                        }
                         if by_pages && bytemuck::bytes_of(&old) != bytemuck::bytes_of(&v[i]) {
                             pages |= 1 << (i / page_vals);
                         }

@@ -49,6 +49,8 @@ pub(super) struct Scratch<'a> {
     /// activated entry costs one bit rather than the 8 bytes of a list entry.
     pub(super) bits: bool,
     pub(super) list_len: &'a [[std::sync::atomic::AtomicU64; 2]],
+    /// A settling program's final destinations and dead edge groups.
+    pub(super) settled: Option<&'a super::settle::Settled>,
 }
 
 /// A list entry (see [`Scratch::lists`]): position `at` in its table and the
