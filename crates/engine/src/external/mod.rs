@@ -944,15 +944,25 @@ impl<'s> ExternalEngine<'s> {
                             narrow || all || d[i] == 0 || act == (after != 0),
                             "a wide program's source must send exactly when its message is nonzero"
                         );
-                        if act {
-                            e[i][0] = it as u32;
-                            n_act += 1;
-                        }
-                        if before != after {
-                            e[i][1] = it as u32;
-                        }
+                        n_act += act as u64;
+                        // Epochs only where kept: a program without them
+                        // never touches its (zeroed, unmapped) array — a read
+                        // then a write of a fresh page costs a copy-on-write
+                        // fault and a TLB flush on every core. Without
+                        // epochs, a narrow entry is written when activated
+                        // now, an all-active one always.
+                        let need = if keep_eps {
+                            if act {
+                                e[i][0] = it as u32;
+                            }
+                            if before != after {
+                                e[i][1] = it as u32;
+                            }
+                            mirror_need(narrow, &e[i], it)
+                        } else {
+                            all || act
+                        };
                         MirrorJob::put(narrow, r, i, after);
-                        let need = all || mirror_need(narrow, &e[i], it);
                         nb[i / 64] |= (need as u64) << (i % 64);
                     }
                     (n_act, ag, pages)
