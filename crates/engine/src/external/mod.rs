@@ -966,7 +966,16 @@ impl<'s> ExternalEngine<'s> {
                         } else {
                             all || act
                         };
-                        MirrorJob::put(narrow, r, i, after);
+                        // A bitmap slot's entry is its bit alone (the
+                        // message is the epoch): the messages' array is then
+                        // never touched (a fresh page's fault and zeroing).
+                        debug_assert!(
+                            !st.bits || !need || after == it,
+                            "a program with epoch messages sends {after} from iteration {it}"
+                        );
+                        if !st.bits {
+                            MirrorJob::put(narrow, r, i, after);
+                        }
                         nb[i / 64] |= (need as u64) << (i % 64);
                     }
                     (n_act, ag, pages)
