@@ -72,7 +72,7 @@ impl ExternalEngine<'_> {
         let (streamed, loaded) = std::thread::scope(|sc| {
             let loader = early.then(|| {
                 let (vals, eps, degs) = (&mut vals, &mut eps, &mut degs);
-                sc.spawn(move || {
+                spawn(sc, "vpart-dests", move || {
                     let t = Instant::now();
                     let r = self.load_dests(
                         prog,

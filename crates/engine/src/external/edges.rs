@@ -214,7 +214,7 @@ impl ExternalEngine<'_> {
         let (free_tx, free_rx) = sync_channel::<Free>(2 * pass.plan.in_flight as usize);
         let mut rbufs = std::mem::take(bufs);
         let (counts, done) = std::thread::scope(|sc| {
-            let reader = sc.spawn(move || {
+            let reader = super::spawn(sc, "vpart-reader", move || {
                 let mut n = ReadCounts::default();
                 let mut out = Dispatch { txs, next: 0 };
                 if let Err(e) = self.read_edges(pass, &mut out, &free_rx, &mut rbufs, &mut n) {
@@ -229,7 +229,7 @@ impl ExternalEngine<'_> {
                 .enumerate()
                 .map(|(t, (rx, acc))| {
                     let free_tx = free_tx.clone();
-                    sc.spawn(move || {
+                    super::spawn(sc, "vpart-apply", move || {
                         let mut d = Applied::default();
                         loop {
                             let tw = Instant::now();

@@ -146,6 +146,20 @@ use std::time::Instant;
 
 const NEVER: u32 = u32::MAX;
 
+/// Spawns a scoped thread under a name of its own (`vpart-reader`,
+/// `vpart-apply`, `vpart-mirror`, `vpart-dests`), so profiles and `top -H`
+/// tell the engine's threads apart; fails the way `Scope::spawn` does.
+fn spawn<'scope, 'env, T: Send + 'scope>(
+    sc: &'scope std::thread::Scope<'scope, 'env>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn_scoped(sc, f)
+        .unwrap_or_else(|e| panic!("failed to spawn the {name} thread: {e}"))
+}
+
 /// A mirror entry as written: see [`MirrorRec`]. A narrow entry holds its
 /// activity epoch plus one, so that an entry never written (the scratch file
 /// reads as zeros) reads as a source never activated ([`NEVER`] + 1 wraps to 0):
@@ -600,7 +614,9 @@ impl<'s> ExternalEngine<'s> {
                     this.observer.partition_done(q);
                     let st = &st;
                     let buf = plan.mirror_buffer;
-                    inflight = Some(sc.spawn(move || this.mirror_update(st, &job, buf)));
+                    inflight = Some(spawn(sc, "vpart-mirror", move || {
+                        this.mirror_update(st, &job, buf)
+                    }));
                 }
                 if let Some(h) = inflight.take() {
                     let tw = Instant::now();
