@@ -135,6 +135,17 @@ impl<T: bytemuck::Pod + Send + Sync> VertexArray<T> {
         }
     }
 
+    /// Tells the kernel that a mapped array is now used in ascending order
+    /// (`MADV_SEQUENTIAL`): it reads further ahead and reclaims the pages
+    /// behind first, so a result larger than memory that is filled, then
+    /// summarized, then written out, each in one sequential pass, does not
+    /// evict pages just read ahead. Advice only: a refusal changes nothing.
+    pub fn advise_sequential(&self) {
+        if let Storage::Mapped(m) = &self.storage {
+            let _ = m.advise(memmap2::Advice::Sequential);
+        }
+    }
+
     pub fn is_mapped(&self) -> bool {
         matches!(self.backing, Backing::Mapped(_))
     }

@@ -660,6 +660,7 @@ impl<'s> ExternalEngine<'s> {
         let n = self.store.vertices() as usize;
         let zero: P::Out = bytemuck::Zeroable::zeroed();
         let mut out = out_budget.alloc::<P::Out>(prog.name(), n, zero)?;
+        out.advise_sequential();
         self.dense_result(prog, &st, &mut out)?;
         self.stats.result_seconds = t_result.elapsed().as_secs_f64();
         let io: IoSnapshot = self.store.stats().snapshot().since(&io0);
