@@ -79,6 +79,9 @@ impl EdgeProgram for Bfs {
     fn idle_without_messages(&self) -> bool {
         true
     }
+    fn sparse_start(&self) -> Option<Vec<u32>> {
+        Some(vec![self.root])
+    }
     #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
         if v == self.root {
@@ -179,6 +182,9 @@ impl EdgeProgram for Sssp {
     #[inline]
     fn weighted(&self) -> bool {
         true
+    }
+    fn sparse_start(&self) -> Option<Vec<u32>> {
+        Some(vec![self.root])
     }
     #[inline]
     fn init(&self, v: u32, _: u32, _: &mut Aggregates) -> (u64, bool) {
@@ -1065,6 +1071,49 @@ mod tests {
         fn both_directions(&self) -> bool {
             true
         }
+    }
+
+    /// What `sparse_start` promises of `init`, checked on vertices `0..n`.
+    fn check_sparse_start<P: EdgeProgram>(prog: &P, n: u32) -> usize {
+        let start = prog.sparse_start().expect("a sparse start");
+        assert!(start.windows(2).all(|w| w[0] < w[1]), "ascending");
+        for v in 0..n {
+            for d in [0, 1, 7] {
+                let mut agg: Aggregates = [0.0; 4];
+                let (_, act) = prog.init(v, d, &mut agg);
+                assert_eq!(act, start.contains(&v), "{}: vertex {v}", prog.name());
+                if !act {
+                    assert_eq!(
+                        agg,
+                        [0.0; 4],
+                        "{}: vertex {v} adds to the aggregates",
+                        prog.name()
+                    );
+                }
+            }
+        }
+        start.len()
+    }
+
+    #[test]
+    fn sparse_starts_are_what_init_activates() {
+        assert_eq!(check_sparse_start(&Bfs { root: 5, cap: None }, 64), 1);
+        assert_eq!(
+            check_sparse_start(
+                &Sssp {
+                    root: 0,
+                    cap: Some(3)
+                },
+                64
+            ),
+            1
+        );
+        assert!(WccLp {
+            cap: None,
+            both_directions: false
+        }
+        .sparse_start()
+        .is_none());
     }
 
     #[test]

@@ -212,6 +212,15 @@ pub trait EdgeProgram: Sync {
         let _ = dst;
         self.edge(msg, u, w)
     }
+    /// The vertices [`EdgeProgram::init`] activates, ascending, when `init`
+    /// leaves every other vertex inactive and adds nothing to the aggregates
+    /// (bfs, sssp: the root); `None` when that is not so or the program does
+    /// not say. An engine may then compute only these vertices' initial
+    /// values before the first iteration, and the others' when it first
+    /// reads them (the external engine: no pass over every partition's ids).
+    fn sparse_start(&self) -> Option<Vec<u32>> {
+        None
+    }
     /// The value of vertex `v` before the first iteration and whether it is active.
     fn init(&self, v: u32, out_degree: u32, agg: &mut Aggregates) -> (Self::V, bool);
     /// The message a source sends along its out-edges.
