@@ -118,6 +118,28 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         .with_context(|| format!("opening store {}", a.store.display()))?;
     let ids = store.id_map()?;
     let root = resolve_root(algo.name(), algo.needs_root(), a.root, &ids, &a.store)?;
+    // The id map is mapped from the store (page cache); what it holds in
+    // memory itself (an old relabelled store's order), and the labels pass of
+    // a relabelled store's components (8 bytes a vertex), come out of --memory.
+    let mut a = a;
+    let labels = matches!(algo, Algo::Wcc | Algo::WccLp | Algo::Scc) && ids.user_order().is_some();
+    let held_ids = ids.resident_bytes() + if labels { 8 * store.vertices() } else { 0 };
+    if held_ids > 0 {
+        if held_ids + (8 << 20) > a.memory {
+            let why = if ids.resident_bytes() > 0 {
+                "its id map's order, computed in memory for a store relabelled before idmap.order was written (re-run `outcore reorder` to write it)"
+            } else {
+                "the components' smallest user ids, 8 bytes a vertex on a relabelled store"
+            };
+            bail!(
+                "--memory {} is too small: this run holds {} for {why}; give at least {}",
+                format_bytes(a.memory),
+                format_bytes(held_ids),
+                format_bytes(held_ids + (16 << 20))
+            );
+        }
+        a.memory -= held_ids;
+    }
     let cfg = StreamConfig {
         memory: a.memory,
         threads: a.threads.unwrap_or(0),

@@ -189,7 +189,11 @@ fn prepare(rd: &Path, force: bool) -> Result<()> {
 }
 
 /// The layout of `s` over `ranks`, and the user ids of a remapped store.
-fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<(Plan, Option<Vec<u64>>)> {
+fn plan_for(
+    s: &Store,
+    ranks: u32,
+    opts: &DistIngestOptions,
+) -> Result<(Plan, Option<outcore_store::Mapped<u64>>)> {
     let n = s.vertices();
     let partitions = if opts.partitions > 0 {
         if !opts.partitions.is_multiple_of(ranks) {
@@ -217,7 +221,7 @@ fn plan_for(s: &Store, ranks: u32, opts: &DistIngestOptions) -> Result<(Plan, Op
     };
     let idmap_crc = ids
         .as_ref()
-        .map_or(0, |ids| crc32fast::hash(bytemuck::cast_slice(ids)));
+        .map_or(0, |ids| crc32fast::hash(bytemuck::cast_slice(&ids[..])));
     let m = s.manifest();
     let plan = Plan {
         layout_id: crate::layout::mix(

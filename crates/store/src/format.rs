@@ -57,6 +57,8 @@ pub enum FileKind {
     /// CRC-32 of every [`SUM_GROUP`]-byte group of another file's payload
     /// (`csr.DIR.targets.sums`, `csr.DIR.weights.sums`); count = groups.
     PageSums = 16,
+    /// A relabelled store's dense ids by ascending user id (`idmap.order`, u32 each).
+    IdOrder = 17,
 }
 
 impl FileKind {
@@ -79,11 +81,12 @@ impl FileKind {
             14 => VpartEdges,
             15 => VpartMirrors,
             16 => PageSums,
+            17 => IdOrder,
             _ => return None,
         })
     }
     pub fn from_name(name: &str) -> Option<FileKind> {
-        (1..=16)
+        (1..=17)
             .filter_map(FileKind::from_u32)
             .find(|k| k.name() == name)
     }
@@ -106,6 +109,7 @@ impl FileKind {
             VpartEdges => "vpart-edges",
             VpartMirrors => "vpart-mirrors",
             PageSums => "page-sums",
+            IdOrder => "id-order",
         }
     }
 }
@@ -391,7 +395,9 @@ impl LayoutFile {
     /// Streams the whole payload and checks its CRC against the header.
     pub fn verify(&self) -> Result<()> {
         let mut h = crc32fast::Hasher::new();
-        let mut buf = vec![0u8; 8 << 20];
+        // 1 MiB at a time: a run verifies its id map this way before its
+        // budget is allocated, within the process's fixed 8 MiB.
+        let mut buf = vec![0u8; 1 << 20];
         let mut off = 0u64;
         while off < self.header.payload_len {
             let n = (self.header.payload_len - off).min(buf.len() as u64) as usize;

@@ -38,7 +38,7 @@ pub use error::{Result, StoreError};
 pub use ingest::{ingest, IngestObserver, IngestOptions, IngestReport};
 pub use manifest::Manifest;
 pub use parse::Format;
-pub use reader::{Block, BlockEntry, CsrReader, GridReader, IdMap, RawBlock, Store};
+pub use reader::{Block, BlockEntry, CsrReader, GridReader, IdMap, Mapped, RawBlock, Store};
 
 /// Waits for a scoped thread (the builders' I/O overlaps) and passes its panic on.
 pub(crate) fn join_scoped<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {

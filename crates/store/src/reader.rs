@@ -9,7 +9,7 @@
 
 use crate::codec::{self, Shape};
 use crate::error::{corrupt, Result, StoreError};
-use crate::format::{FileKind, LayoutFile};
+use crate::format::{FileKind, LayoutFile, HEADER_LEN};
 use crate::manifest::Manifest;
 use outcore_io::{AlignedBuf, IoStats, ReadMode};
 use std::ops::Range;
@@ -379,20 +379,46 @@ impl Store {
         Ok(d)
     }
 
-    /// The map between dense ids and the user's ids.
+    /// The map between dense ids and the user's ids. A remapped store's
+    /// `idmap` (and a relabelled store's `idmap.order`) is read through once to
+    /// check its checksum, then memory-mapped: its pages belong to the page
+    /// cache, which a hard memory limit reclaims, so a run's `--memory` never
+    /// pays 8 bytes a vertex for its ids. A relabelled store written before
+    /// `idmap.order` existed gets the order computed in memory
+    /// ([`IdMap::resident_bytes`] says how much).
     pub fn id_map(&self) -> Result<IdMap> {
-        if self.manifest.remapped {
-            let ids: Vec<u64> = self.layout("idmap", FileKind::IdMap)?.read_all()?;
-            if ids.len() as u64 != self.vertices() {
-                return Err(corrupt(self.dir.join("idmap"), "wrong number of entries"));
-            }
-            IdMap::from_user_ids(ids).map_err(|why| corrupt(self.dir.join("idmap"), why))
-        } else {
-            Ok(IdMap::Offset {
+        if !self.manifest.remapped {
+            return Ok(IdMap::Offset {
                 base: self.manifest.id_base,
                 n: self.vertices(),
-            })
+            });
         }
+        let ids = self.mapped_ids::<u64>("idmap", FileKind::IdMap)?;
+        if self.manifest.file("idmap.order").is_none() {
+            // Ascending ids need no order; an older relabelled store's is built here.
+            return IdMap::from_ids(ids).map_err(|why| corrupt(self.dir.join("idmap"), why));
+        }
+        let by_user = self.mapped_ids::<u32>("idmap.order", FileKind::IdOrder)?;
+        // The checksums cover damage; this guards the lookups' indexing.
+        let n = ids.len();
+        if n > 0 && (by_user[0] as usize >= n || by_user[n - 1] as usize >= n) {
+            return Err(corrupt(
+                self.dir.join("idmap.order"),
+                "names a vertex the store does not have",
+            ));
+        }
+        Ok(IdMap::Permuted { ids, by_user })
+    }
+
+    /// A remapped store's `name`, checked against the manifest and its
+    /// checksum, then mapped read-only.
+    fn mapped_ids<T: bytemuck::Pod>(&self, name: &str, kind: FileKind) -> Result<Mapped<T>> {
+        let lf = self.layout(name, kind)?;
+        if lf.elements::<T>()? as u64 != self.vertices() {
+            return Err(corrupt(self.dir.join(name), "wrong number of entries"));
+        }
+        lf.verify()?;
+        Mapped::new(self.dir.join(name), self.vertices() as usize)
     }
 
     /// Streams every file and checks its checksum; one result per file.
@@ -425,16 +451,85 @@ impl Store {
     }
 }
 
+/// A store's array of `T` per vertex: memory-mapped from its file (the
+/// payload after the 4096-byte header, so aligned), or held in memory (an
+/// ingest's own map, tests). Cloning shares it.
+#[derive(Clone)]
+pub struct Mapped<T: bytemuck::Pod>(Arc<Backing<T>>);
+
+enum Backing<T> {
+    Owned(Vec<T>),
+    File { map: memmap2::Mmap, len: usize },
+}
+
+impl<T: bytemuck::Pod> Mapped<T> {
+    /// Maps `len` elements of `T` after `path`'s header.
+    fn new(path: PathBuf, len: usize) -> Result<Mapped<T>> {
+        let file = std::fs::File::open(&path)
+            .map_err(|e| StoreError::Io(outcore_io::IoError::new(&path, "open", e)))?;
+        let bytes = HEADER_LEN as usize + len * std::mem::size_of::<T>();
+        if len == 0 {
+            return Ok(Mapped(Arc::new(Backing::Owned(Vec::new()))));
+        }
+        // SAFETY: a read-only shared mapping of a store file, which outcore
+        // never writes in place (files are replaced by rename); its length was
+        // checked against the manifest and its payload's checksum just now.
+        let map = unsafe { memmap2::MmapOptions::new().len(bytes).map(&file) }
+            .map_err(|e| StoreError::Io(outcore_io::IoError::new(&path, "mmap", e)))?;
+        if map.len() < bytes {
+            return Err(corrupt(&path, "shorter than its entries"));
+        }
+        Ok(Mapped(Arc::new(Backing::File { map, len })))
+    }
+
+    /// Bytes of memory it holds itself (0 when mapped: page cache).
+    pub fn resident_bytes(&self) -> u64 {
+        match &*self.0 {
+            Backing::Owned(v) => std::mem::size_of_val(v.as_slice()) as u64,
+            Backing::File { .. } => 0,
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> From<Vec<T>> for Mapped<T> {
+    fn from(v: Vec<T>) -> Mapped<T> {
+        Mapped(Arc::new(Backing::Owned(v)))
+    }
+}
+
+impl<T: bytemuck::Pod> std::ops::Deref for Mapped<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match &*self.0 {
+            Backing::Owned(v) => v,
+            Backing::File { map, len } => {
+                let size = std::mem::size_of::<T>();
+                // Page-aligned mapping + a 4096-byte header: aligned for any T.
+                bytemuck::cast_slice(&map[HEADER_LEN as usize..HEADER_LEN as usize + len * size])
+            }
+        }
+    }
+}
+
+impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for Mapped<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mapped({} entries)", self.len())
+    }
+}
+
 /// Dense id <-> user id.
 #[derive(Debug, Clone)]
 pub enum IdMap {
     /// user id = dense id + base.
     Offset { base: u64, n: u64 },
     /// user id = ids[dense]; ascending.
-    Map(Vec<u64>),
+    Map(Mapped<u64>),
     /// A relabelled store (`outcore reorder`): user id = ids[dense], in any order;
     /// `by_user` lists the dense ids by ascending user id.
-    Permuted { ids: Vec<u64>, by_user: Vec<u32> },
+    Permuted {
+        ids: Mapped<u64>,
+        by_user: Mapped<u32>,
+    },
 }
 
 impl IdMap {
@@ -442,18 +537,30 @@ impl IdMap {
     /// give [`IdMap::Map`], others (a relabelled store) [`IdMap::Permuted`]; a
     /// user id listed twice is refused with the reason.
     pub fn from_user_ids(ids: Vec<u64>) -> std::result::Result<IdMap, &'static str> {
+        IdMap::from_ids(ids.into())
+    }
+
+    fn from_ids(ids: Mapped<u64>) -> std::result::Result<IdMap, &'static str> {
         if ids.windows(2).all(|w| w[0] < w[1]) {
             return Ok(IdMap::Map(ids));
         }
-        let mut by_user: Vec<u32> = (0..ids.len() as u32).collect();
-        by_user.sort_unstable_by_key(|&d| ids[d as usize]);
-        if by_user
-            .windows(2)
-            .any(|w| ids[w[0] as usize] == ids[w[1] as usize])
-        {
-            return Err("a user id appears twice");
+        let by_user = user_order_of(&ids)?;
+        Ok(IdMap::Permuted {
+            ids,
+            by_user: by_user.into(),
+        })
+    }
+
+    /// Bytes of memory the map holds itself rather than through the page
+    /// cache: 0 for a store's mapped files; 4 per vertex for a relabelled
+    /// store without `idmap.order` (written before it existed), whose order
+    /// is computed in memory.
+    pub fn resident_bytes(&self) -> u64 {
+        match self {
+            IdMap::Offset { .. } => 0,
+            IdMap::Map(ids) => ids.resident_bytes(),
+            IdMap::Permuted { ids, by_user } => ids.resident_bytes() + by_user.resident_bytes(),
         }
-        Ok(IdMap::Permuted { ids, by_user })
     }
 
     pub fn to_user(&self, dense: u32) -> u64 {
@@ -481,6 +588,20 @@ impl IdMap {
             _ => None,
         }
     }
+}
+
+/// The dense ids by ascending user id (`idmap.order`); a user id listed twice
+/// is refused with the reason.
+pub(crate) fn user_order_of(ids: &[u64]) -> std::result::Result<Vec<u32>, &'static str> {
+    let mut by_user: Vec<u32> = (0..ids.len() as u32).collect();
+    by_user.sort_unstable_by_key(|&d| ids[d as usize]);
+    if by_user
+        .windows(2)
+        .any(|w| ids[w[0] as usize] == ids[w[1] as usize])
+    {
+        return Err("a user id appears twice");
+    }
+    Ok(by_user)
 }
 
 /// Reads grid blocks.

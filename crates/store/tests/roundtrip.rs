@@ -228,6 +228,11 @@ fn check(case: &Case) {
     for v in 0..n as u32 {
         assert_eq!(map.to_dense(map.to_user(v)), Some(v));
     }
+    assert_eq!(
+        map.resident_bytes(),
+        0,
+        "a store's ids are mapped, not held"
+    );
 
     // Grid, block by block, with structure checks.
     let grid = store.grid().unwrap();
@@ -658,4 +663,18 @@ fn a_source_too_heavy_for_the_budget_is_refused() {
     );
     assert!(err.contains("found while sorting"), "{err}");
     assert!(!out.exists());
+}
+
+#[test]
+fn an_id_map_in_memory_says_what_it_holds() {
+    let m = IdMap::from_user_ids(vec![30, 10, 20]).unwrap();
+    assert_eq!(m.user_order(), Some(&[1u32, 2, 0][..]));
+    assert_eq!(m.to_dense(10), Some(1));
+    assert_eq!(m.to_dense(11), None);
+    assert_eq!(m.to_user(0), 30);
+    assert_eq!(m.resident_bytes(), 3 * 8 + 3 * 4);
+    let a = IdMap::from_user_ids(vec![10, 20, 30]).unwrap();
+    assert!(a.user_order().is_none());
+    assert_eq!(a.resident_bytes(), 24);
+    assert!(IdMap::from_user_ids(vec![1, 5, 1]).is_err());
 }

@@ -747,6 +747,22 @@ fn build<R: Record>(c: &Ctx) -> Result<IngestReport> {
             w.append(bytemuck::cast_slice(part))?;
         }
         files.push(w.finish(ids.len() as u64)?);
+        // A relabelled store's ids are not ascending: the dense ids by user id
+        // let a run find a vertex and write results in user order without
+        // building that order in memory.
+        if !ids.windows(2).all(|w| w[0] < w[1]) {
+            let order = crate::reader::user_order_of(ids)
+                .map_err(|why| StoreError::Invalid(format!("the relabelled store's ids: {why}")))?;
+            let mut w = LayoutWriter::create(
+                &store.join("idmap.order"),
+                FileKind::IdOrder,
+                c.stats.clone(),
+            )?;
+            for part in order.chunks(1 << 20) {
+                w.append(bytemuck::cast_slice(part))?;
+            }
+            files.push(w.finish(order.len() as u64)?);
+        }
     }
     let store_bytes = files.iter().map(|f| f.bytes).sum();
     let manifest = Manifest {
