@@ -186,6 +186,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         drop(engine);
         return crate::external::run(a, store, algo, params, choice, start, outputs);
     }
+    engine.check_ring()?;
     if a.explain {
         let one_pass = one_pass_bytes(&store.grid()?, store.weighted());
         println!(

@@ -700,3 +700,54 @@ fn a_relabelled_store_maps_its_ids_and_refuses_a_damaged_order_by_name() {
     );
     assert!(!err(&o).contains("panicked"), "{}", err(&o));
 }
+
+#[test]
+fn a_block_ring_larger_than_the_budget_is_refused_before_any_pass() {
+    let d = tempfile::tempdir().unwrap();
+    // A dense core of 600 vertices in one grid block: 359,400 edges, about
+    // 2 MiB decoded, so two ring slots do not fit beside the fixed 8 MiB of 9M.
+    let input = d.path().join("dense.txt");
+    let mut text = String::new();
+    for u in 0..600 {
+        for v in 0..600 {
+            if u != v {
+                text += &format!("{u} {v}\n");
+            }
+        }
+    }
+    std::fs::write(&input, text).unwrap();
+    let g = d.path().join("g");
+    let o = run(&["ingest", s(&input), "-o", s(&g), "--partitions", "1"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(&[
+        "run",
+        "bfs",
+        s(&g),
+        "--root",
+        "0",
+        "--engine",
+        "stream",
+        "--memory",
+        "9M",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("too small for the streaming engine on this store")
+            && err(&o).contains("largest grid block (row 0, column 0: 359400 edges)"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("panicked"), "{}", err(&o));
+    let o = run(&[
+        "run",
+        "bfs",
+        s(&g),
+        "--root",
+        "0",
+        "--engine",
+        "stream",
+        "--memory",
+        "64M",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+}

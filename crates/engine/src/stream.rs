@@ -357,6 +357,9 @@ pub struct StreamEngine<'s> {
     observer: Box<dyn StreamObserver + 's>,
     /// Iterations of the last edge program run ([`crate::ProgramRunner`]).
     pub(crate) program_iterations: u64,
+    /// Why the block ring does not fit `--memory`, when its two slots of the
+    /// largest block do not: a pass over the grid is then refused.
+    ring_short: Option<String>,
 }
 
 impl<'s> StreamEngine<'s> {
@@ -388,6 +391,22 @@ impl<'s> StreamEngine<'s> {
             .max()
             .unwrap_or(0)
             .max(4);
+        // Two slots of the largest block are the least a pass reads into (a
+        // relabelled store's hub block can hold half the edges).
+        let ring_short = (2 * max_block > rest).then(|| {
+            let (r, c) = (0..p)
+                .flat_map(|r| (0..p).map(move |c| (r, c)))
+                .max_by_key(|&(r, c)| grid.block_memory_bytes(r, c, true))
+                .unwrap_or((0, 0));
+            format!(
+                "--memory {} is too small for the streaming engine on this store: its largest grid block (row {r}, column {c}: {} edges) takes {} decoded, and a pass reads into two such slots beside {} of bitmaps and index (give at least {}, re-ingest with more --partitions, or run --engine external)",
+                outcore_io::format_bytes(cfg.memory),
+                grid.entry(r, c).edges,
+                outcore_io::format_bytes(max_block),
+                outcore_io::format_bytes(fixed),
+                outcore_io::format_bytes(fixed + 2 * max_block + (1 << 20))
+            )
+        });
         let (pool, threads) = crate::thread_pool(cfg.threads, "worker")?;
         // Up to four slots, or two per thread where there are more than two
         // threads (Mode::Columns: one block processed and one read per thread).
@@ -418,6 +437,7 @@ impl<'s> StreamEngine<'s> {
             start_io,
             cfg,
             observer: Box::new(NoObserver),
+            ring_short,
             program_iterations: 0,
         })
     }
@@ -443,6 +463,16 @@ impl<'s> StreamEngine<'s> {
     }
 
     /// Receives progress callbacks from now on.
+    /// Refuses a budget whose block ring (two slots of the grid's largest
+    /// block) does not fit, before any vertex state is allocated; every pass
+    /// over the grid checks the same.
+    pub fn check_ring(&self) -> Result<()> {
+        match &self.ring_short {
+            Some(why) => Err(EngineError::Budget(why.clone())),
+            None => Ok(()),
+        }
+    }
+
     pub fn set_observer(&mut self, obs: Box<dyn StreamObserver + 's>) {
         self.observer = obs;
     }
@@ -742,6 +772,7 @@ impl<'s> StreamEngine<'s> {
         D: FnMut(Band) -> Result<()>,
         H: FnMut(&Self, usize) -> Result<()>,
     {
+        self.check_ring()?;
         let order = self.order(band);
         let grid = &self.grid;
         let active = &self.active;
