@@ -23,8 +23,11 @@ fn have(cmd: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// mpirun and the MPI headers, installed from Debian's packages when missing.
+/// mpirun and the MPI headers, installed from Debian's packages when missing
+/// (by one test at a time: concurrent apt-get runs fail on dpkg's lock).
 fn ensure_mpi() {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
     if have("mpirun") && have("mpicc") {
         return;
     }

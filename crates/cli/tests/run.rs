@@ -705,7 +705,7 @@ fn a_relabelled_store_maps_its_ids_and_refuses_a_damaged_order_by_name() {
 fn a_block_ring_larger_than_the_budget_is_refused_before_any_pass() {
     let d = tempfile::tempdir().unwrap();
     // A dense core of 600 vertices in one grid block: 359,400 edges, about
-    // 2 MiB decoded, so two ring slots do not fit beside the fixed 8 MiB of 9M.
+    // 2 MiB decoded, so two ring slots do not fit in 3M.
     let input = d.path().join("dense.txt");
     let mut text = String::new();
     for u in 0..600 {
@@ -728,7 +728,7 @@ fn a_block_ring_larger_than_the_budget_is_refused_before_any_pass() {
         "--engine",
         "stream",
         "--memory",
-        "9M",
+        "3M",
     ]);
     assert_ne!(o.status.code(), Some(0), "{}", err(&o));
     assert!(

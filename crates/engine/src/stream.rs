@@ -383,7 +383,8 @@ impl<'s> StreamEngine<'s> {
             .unwrap_or_else(|| store.dir().to_path_buf());
         let p = grid.partitions();
         let bitmaps = 4 * (n as u64).div_ceil(64) * 8;
-        let fixed = bitmaps + grid.entries().len() as u64 * 32 + (8 << 20);
+        let index = bitmaps + grid.entries().len() as u64 * 32;
+        let fixed = index + (8 << 20);
         let mut rest = cfg.memory.saturating_sub(fixed);
         let max_block = (0..p)
             .flat_map(|r| (0..p).map(move |c| (r, c)))
@@ -392,8 +393,10 @@ impl<'s> StreamEngine<'s> {
             .unwrap_or(0)
             .max(4);
         // Two slots of the largest block are the least a pass reads into (a
-        // relabelled store's hub block can hold half the edges).
-        let ring_short = (2 * max_block > rest).then(|| {
+        // relabelled store's hub block can hold half the edges); they must fit
+        // beside the bitmaps and index (the 8 MiB working headroom above is
+        // part of the documented constant beyond --memory).
+        let ring_short = (index + 2 * max_block > cfg.memory).then(|| {
             let (r, c) = (0..p)
                 .flat_map(|r| (0..p).map(move |c| (r, c)))
                 .max_by_key(|&(r, c)| grid.block_memory_bytes(r, c, true))
@@ -403,8 +406,8 @@ impl<'s> StreamEngine<'s> {
                 outcore_io::format_bytes(cfg.memory),
                 grid.entry(r, c).edges,
                 outcore_io::format_bytes(max_block),
-                outcore_io::format_bytes(fixed),
-                outcore_io::format_bytes(fixed + 2 * max_block + (1 << 20))
+                outcore_io::format_bytes(index),
+                outcore_io::format_bytes(index + 2 * max_block + (1 << 20))
             )
         });
         let (pool, threads) = crate::thread_pool(cfg.threads, "worker")?;
