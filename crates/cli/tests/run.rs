@@ -704,12 +704,13 @@ fn a_relabelled_store_maps_its_ids_and_refuses_a_damaged_order_by_name() {
 #[test]
 fn a_block_ring_larger_than_the_budget_is_refused_before_any_pass() {
     let d = tempfile::tempdir().unwrap();
-    // A dense core of 600 vertices in one grid block: 359,400 edges, about
-    // 2 MiB decoded, so two ring slots do not fit in 3M.
+    // A dense core of 1,000 vertices in one grid block: 999,000 edges, about
+    // 5.6 MiB decoded, so two ring slots do not fit in 8M (the floor every
+    // command accepts).
     let input = d.path().join("dense.txt");
     let mut text = String::new();
-    for u in 0..600 {
-        for v in 0..600 {
+    for u in 0..1000 {
+        for v in 0..1000 {
             if u != v {
                 text += &format!("{u} {v}\n");
             }
@@ -728,12 +729,12 @@ fn a_block_ring_larger_than_the_budget_is_refused_before_any_pass() {
         "--engine",
         "stream",
         "--memory",
-        "3M",
+        "8M",
     ]);
     assert_ne!(o.status.code(), Some(0), "{}", err(&o));
     assert!(
         err(&o).contains("too small for the streaming engine on this store")
-            && err(&o).contains("largest grid block (row 0, column 0: 359400 edges)"),
+            && err(&o).contains("largest grid block (row 0, column 0: 999000 edges)"),
         "{}",
         err(&o)
     );
