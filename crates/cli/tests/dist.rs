@@ -6,8 +6,9 @@
 //! OpenMPI through an rsh agent, over TCP) share no filesystem.
 //!
 //! OpenMPI is installed here when it is missing (Debian's packages, as root), and
-//! the binary is built with `--features dist` into its own target directory
-//! `target/dist`, so `cargo test` is the one command that runs these tests too.
+//! the binary is built with `--features dist` (in the tests' profile `ci`) into
+//! its own target directory `target/dist`, so `cargo test` is the one command
+//! that runs these tests too.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -73,7 +74,8 @@ fn dist_binary() -> PathBuf {
     let out = Command::new(env!("CARGO"))
         .args([
             "build",
-            "--release",
+            "--profile",
+            "ci",
             "-p",
             "outcore-cli",
             "--features",
@@ -88,7 +90,7 @@ fn dist_binary() -> PathBuf {
         "cargo build --features dist failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    target.join("release/outcore")
+    target.join("ci/outcore")
 }
 
 fn mpirun(np: usize, bin: &Path, args: &[&str], dir: &Path) -> std::process::Output {

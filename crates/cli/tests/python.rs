@@ -69,6 +69,9 @@ fn install_package(py: &Path) {
         .current_dir(workspace())
         .env("PATH", std::env::join_paths(paths).expect("PATH"))
         .env("CARGO_TARGET_DIR", workspace().join("target/pywheel"))
+        // The tests' profile (no whole-program LTO): the same code, built in
+        // half the time of a release wheel.
+        .env("MATURIN_PEP517_ARGS", "--profile ci")
         .output()
         .expect("runs pip");
     assert!(
