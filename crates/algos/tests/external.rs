@@ -56,18 +56,39 @@ fn partition(store: &Store, k: u32) -> Store {
     partition_in(store, k, 64 << 20)
 }
 
+/// The assignments `check` cycles through over its partition counts: the
+/// fewer mirrors of both, the paper's greedy, the degree tiers.
+const ASSIGNMENTS: [Option<vpart::Assignment>; 3] = [
+    None,
+    Some(vpart::Assignment::Greedy),
+    Some(vpart::Assignment::DegreeTiers),
+];
+
 /// Partitions into `k` under a build budget of `memory` (the edges spill in
 /// one level when K x K streams of 4 KiB fit a quarter of it, else in two).
 fn partition_in(store: &Store, k: u32, memory: u64) -> Store {
+    partition_as(store, k, memory, None)
+}
+
+fn partition_as(
+    store: &Store,
+    k: u32,
+    memory: u64,
+    assignment: Option<vpart::Assignment>,
+) -> Store {
     let n = store.vertices();
     let opts = VpartOptions {
         // Room for exactly the partitions asked for.
         vertex_memory: n.div_ceil(k as u64) * vpart::HEAVIEST_BYTES_PER_VERTEX,
         partitions: Some(k),
         memory,
+        assignment,
     };
     let rec = vpart::build(store, &opts, &|_, _, _| {}).unwrap();
     assert_eq!(rec.partitions, k);
+    if let Some(a) = assignment {
+        assert_eq!(rec.assignment, a);
+    }
     assert_eq!(rec.dests.iter().sum::<u64>(), n);
     assert_eq!(rec.edges.iter().sum::<u64>(), store.edges());
     assert!(rec.max_dests() <= rec.capacity);
@@ -146,8 +167,8 @@ fn check(store: &Store, ks: &[u32]) {
             }
         }
     }
-    for &k in ks {
-        let store = partition(store, k);
+    for (i, &k) in ks.iter().enumerate() {
+        let store = partition_as(store, k, 64 << 20, ASSIGNMENTS[i % 3]);
         let rec = store.manifest().vpart.clone().unwrap();
         // The smallest budget the largest partition fits, and a roomy one.
         let eb = if store.weighted() { 8 } else { 4 };
@@ -188,6 +209,58 @@ fn check(store: &Store, ks: &[u32]) {
             }
         }
     }
+}
+
+/// Auto keeps whichever of the greedy and the degree tiers makes fewer
+/// mirrors, records the other's replication, and the tiers hold the
+/// highest in-degrees in partition 0; every layout's bfs is the reference's.
+#[test]
+fn auto_keeps_the_assignment_with_fewer_mirrors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(
+        dir.path(),
+        "kron",
+        GenKind::Kronecker {
+            scale: 12,
+            edge_factor: 8,
+        },
+        false,
+        false,
+    );
+    let n = store.vertices();
+    let rep = |a| {
+        let s = partition_as(&store, 6, 64 << 20, a);
+        let rec = s.manifest().vpart.clone().unwrap();
+        let mut e = ExternalEngine::new(&s, ExternalConfig::default()).unwrap();
+        let p = Params::default();
+        let r = run_program(&mut e, &s, Algo::Bfs, &p).unwrap();
+        verify(&s, Algo::Bfs, &p, &r.output).unwrap();
+        (rec, r.output)
+    };
+    let (g, bg) = rep(Some(vpart::Assignment::Greedy));
+    let (t, bt) = rep(Some(vpart::Assignment::DegreeTiers));
+    let (a, ba) = rep(None);
+    same(&bg, &bt, "greedy vs tiers");
+    same(&bg, &ba, "greedy vs auto");
+    let (rg, rt) = (g.replication_factor, t.replication_factor);
+    assert!(rg > 0.0 && rt > 0.0 && rg != rt, "{rg} {rt}");
+    assert_eq!(a.replication_factor, rg.min(rt));
+    assert_eq!(a.other_replication, Some(rg.max(rt)));
+    let kept = if rt < rg {
+        vpart::Assignment::DegreeTiers
+    } else {
+        vpart::Assignment::Greedy
+    };
+    assert_eq!(a.assignment, kept);
+    // The tiers: equal runs of ceil(n / 6), the last taking the rest.
+    let per = n.div_ceil(6);
+    assert_eq!(&t.dests[..5], &[per; 5]);
+    // A Kronecker graph's hubs pull most of its edges into the first tier.
+    assert!(t.edges[0] > t.edges[5] * 4, "{:?}", t.edges);
+    assert!(
+        rt < rg,
+        "a Kronecker graph's tiers: {rt} vs the greedy's {rg}"
+    );
 }
 
 #[test]
@@ -257,6 +330,7 @@ fn many_partitions_beyond_one_mask_word() {
             vertex_memory: 1 << 20,
             partitions: Some(255),
             memory: 1 << 30,
+            assignment: None,
         },
     )
     .expect_err("255 partitions refused");

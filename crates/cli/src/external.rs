@@ -40,6 +40,30 @@ pub struct PartitionArgs {
     /// Memory budget of the partitioning itself.
     #[arg(long, default_value = "1G", value_parser = crate::args::parse_memory_arg)]
     pub memory: u64,
+    /// How destinations are assigned to partitions: `auto` builds the
+    /// paper's greedy and the degree tiers (hubs together) and keeps the one
+    /// with fewer mirrors (their owner arrays, a byte a vertex each, are
+    /// mapped from scratch files when both do not fit half of --memory).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub assign: AssignArg,
+}
+
+/// `outcore partition --assign`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AssignArg {
+    Auto,
+    Greedy,
+    DegreeTiers,
+}
+
+impl From<AssignArg> for Option<vpart::Assignment> {
+    fn from(a: AssignArg) -> Self {
+        match a {
+            AssignArg::Auto => None,
+            AssignArg::Greedy => Some(vpart::Assignment::Greedy),
+            AssignArg::DegreeTiers => Some(vpart::Assignment::DegreeTiers),
+        }
+    }
 }
 
 pub fn cmd_partition(a: PartitionArgs) -> Result<()> {
@@ -49,14 +73,19 @@ pub fn cmd_partition(a: PartitionArgs) -> Result<()> {
         vertex_memory: a.vertex_memory,
         partitions: a.partitions,
         memory: a.memory,
+        assignment: a.assign.into(),
     };
     let rec = build(&store, &opts)?;
     eprintln!(
-        "partitioned {} into {} partitions in {:.2}s: replication factor {:.2}, space overhead {:.1}%, largest partition {} destinations ({} of vertex memory), {} written",
+        "partitioned {} into {} partitions in {:.2}s: replication factor {:.2} ({}{}), space overhead {:.1}%, largest partition {} destinations ({} of vertex memory), {} written",
         a.store.display(),
         rec.partitions,
         rec.seconds,
         rec.replication_factor,
+        rec.assignment,
+        rec.other_replication
+            .map(|r| format!("; {r:.2} by the other assignment"))
+            .unwrap_or_default(),
         rec.space_overhead * 100.0,
         rec.max_dests(),
         format_bytes(rec.max_dests() * HEAVIEST_BYTES_PER_VERTEX),
@@ -319,6 +348,7 @@ fn vertex_memory_for(
             vertex_memory: vm,
             partitions: None,
             memory,
+            assignment: None,
         };
         let Ok((k, cap)) = vpart::plan(n, &opts) else {
             break;
@@ -337,6 +367,8 @@ fn vertex_memory_for(
             seconds: 0.0,
             target_bits: 32,
             version: vpart::VPART_VERSION,
+            assignment: vpart::Assignment::Greedy,
+            other_replication: None,
         };
         if external::plan(&probe, memory, bpv, narrow, eb, threads).is_ok() {
             return Ok(opts);

@@ -657,11 +657,15 @@ fn print_info(i: &StoreInfo, verified: bool) {
     }
     if let Some(v) = &i.vpart {
         println!(
-            "vpart        {} partitions (largest {} destinations, for vertex memory {}): replication factor {:.2}, space overhead {:.1}%, {}, built in {:.2}s",
+            "vpart        {} partitions (largest {} destinations, for vertex memory {}): replication factor {:.2} ({}{}), space overhead {:.1}%, {}, built in {:.2}s",
             v.partitions,
             v.max_dests(),
             format_bytes(v.vertex_memory),
             v.replication_factor,
+            v.assignment,
+            v.other_replication
+                .map(|r| format!("; {r:.2} by the other assignment"))
+                .unwrap_or_default(),
             v.space_overhead * 100.0,
             format_bytes(v.bytes),
             v.seconds

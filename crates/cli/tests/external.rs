@@ -522,3 +522,75 @@ fn auto_choice_keeps_the_streaming_engine_when_a_relaxation_array_needs_few_band
     assert!(err(&o).contains("on the streaming engine"), "{}", err(&o));
     assert_eq!(values(&small), values(&outs[1]));
 }
+
+/// `partition --assign`: each assignment is recorded and reported by `info`;
+/// `auto` keeps the one with fewer mirrors and records the other's
+/// replication; every layout's bfs writes the same file.
+#[test]
+fn partition_assignments_are_recorded_and_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let st = store(d.path(), false);
+    let sts = s(&st);
+    let mut seen = Vec::new();
+    for assign in ["greedy", "degree-tiers", "auto"] {
+        let o = run(&[
+            "partition",
+            sts,
+            "--vertex-memory",
+            "512K",
+            "--partitions",
+            "6",
+            "--assign",
+            assign,
+        ]);
+        assert!(o.status.success(), "{}", err(&o));
+        let j: serde_json::Value =
+            serde_json::from_slice(&run(&["info", sts, "--json"]).stdout).unwrap();
+        let v = &j["vpart"];
+        let rf = v["replication_factor"].as_f64().unwrap();
+        let kept = v["assignment"].as_str().unwrap().to_string();
+        if assign == "auto" {
+            let other = v["other_replication"].as_f64().unwrap();
+            let (g, t) = (seen[0], seen[1]);
+            assert_eq!(rf, f64::min(g, t), "{v}");
+            assert_eq!(other, f64::max(g, t), "{v}");
+            assert_eq!(kept, if t < g { "degree-tiers" } else { "greedy" });
+        } else {
+            assert_eq!(kept, assign, "{v}");
+            assert!(v["other_replication"].is_null(), "{v}");
+        }
+        assert!(
+            err(&o).contains(&format!("({kept}")),
+            "{assign}: {}",
+            err(&o)
+        );
+        let text = String::from_utf8_lossy(&run(&["info", sts]).stdout).to_string();
+        assert!(text.contains(&format!("({kept}")), "{text}");
+        seen.push(rf);
+        let out = d.path().join(format!("bfs-{assign}.txt"));
+        let o = run(&[
+            "run",
+            "bfs",
+            sts,
+            "--root",
+            "3",
+            "--engine",
+            "external",
+            "--memory",
+            "16M",
+            "--out",
+            s(&out),
+            "--verify",
+        ]);
+        assert!(o.status.success(), "{}", err(&o));
+        // The run kept the layout it was given.
+        assert!(!err(&o).contains("partition:"), "{}", err(&o));
+    }
+    // A Kronecker graph's hubs in one tier need fewer mirrors.
+    assert!(seen[1] < seen[0], "{seen:?}");
+    let first = std::fs::read(d.path().join("bfs-greedy.txt")).unwrap();
+    for a in ["degree-tiers", "auto"] {
+        let other = std::fs::read(d.path().join(format!("bfs-{a}.txt"))).unwrap();
+        assert!(first == other, "bfs on the {a} layout differs");
+    }
+}

@@ -135,6 +135,12 @@ pub struct VpartRecord {
     /// The layout's format ([`VPART_VERSION`]); absent in layouts of format 1.
     #[serde(default = "first_version")]
     pub version: u32,
+    /// The assignment kept (layouts before there was a choice: greedy).
+    #[serde(default)]
+    pub assignment: Assignment,
+    /// The replication factor of the assignment tried and not kept.
+    #[serde(default)]
+    pub other_replication: Option<f64>,
 }
 
 fn unpacked_target_bits() -> u32 {
@@ -165,6 +171,31 @@ pub struct VpartOptions {
     pub partitions: Option<u32>,
     /// Memory budget of the build itself.
     pub memory: u64,
+    /// How destinations are assigned (None: both, when their owner arrays fit
+    /// in memory, keeping the one with fewer mirrors).
+    pub assignment: Option<Assignment>,
+}
+
+/// How destinations are assigned to partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Assignment {
+    /// The paper's greedy rule over the out-CSR in source order (§3).
+    #[default]
+    Greedy,
+    /// Destinations ranked by in-degree (counted to 255, ties by dense id) and
+    /// cut into K runs of equal size: the hubs share a partition, so the many
+    /// sources whose few edges all lead to hubs are mirrored once or twice.
+    DegreeTiers,
+}
+
+impl std::fmt::Display for Assignment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Assignment::Greedy => "greedy",
+            Assignment::DegreeTiers => "degree-tiers",
+        })
+    }
 }
 
 pub fn index_name() -> String {
@@ -405,6 +436,84 @@ fn pick(mask: &[u64], loads: &[u64], counts: &[u64], cap: u64) -> usize {
     .expect("capacity x partitions >= vertices")
 }
 
+/// The degree-tier owners of every vertex into `own` (n bytes), with each
+/// partition's destination count and the mirrors the assignment makes. Two
+/// passes over the out-CSR: the in-degrees, counted in `own` itself up to 255;
+/// then, after the owners replace them (by descending tier, ties by dense id,
+/// `ceil(n / k)` a partition), the mirrors, a mask of owners per source.
+fn degree_tiers(
+    own: &mut [u8],
+    k: u32,
+    deg_file: &LayoutFile,
+    tgt_file: &LayoutFile,
+    chunk: u64,
+    progress: &dyn Fn(&str, u64, u64),
+) -> Result<(Vec<u64>, u64)> {
+    let n = own.len() as u64;
+    let m = tgt_file.header.count;
+    own.fill(0);
+    let mut tgts = PodStream::<u32>::new(tgt_file, chunk);
+    for e in 0..m {
+        let v = tgts.next()? as u64;
+        if v >= n {
+            return Err(corrupt(
+                tgt_file.file.path(),
+                format!("a target {v} beyond the store's {n} vertices"),
+            ));
+        }
+        let c = &mut own[v as usize];
+        *c = c.saturating_add(1);
+        if e % (1 << 24) == 0 {
+            progress("degrees", e, m);
+        }
+    }
+    tgts.check()?;
+    let mut start = [0u64; 256];
+    for &c in own.iter() {
+        start[c as usize] += 1;
+    }
+    // Tier t's first rank: the vertices of every higher tier before it.
+    let mut before = 0u64;
+    for t in (0..256).rev() {
+        let c = start[t];
+        start[t] = before;
+        before += c;
+    }
+    let per = n.div_ceil(k as u64).max(1);
+    let mut counts = vec![0u64; k as usize];
+    for c in own.iter_mut() {
+        let q = (start[*c as usize] / per) as usize;
+        start[*c as usize] += 1;
+        *c = q as u8;
+        counts[q] += 1;
+    }
+    let words = (k as usize).div_ceil(64).max(1);
+    let mut mask = vec![0u64; words];
+    let mut degs = PodStream::<u32>::new(deg_file, chunk);
+    let mut tgts = PodStream::<u32>::new(tgt_file, chunk);
+    let mut mirrors = 0u64;
+    let mut done = 0u64;
+    for u in 0..n {
+        let d = degs.next()?;
+        mask.fill(0);
+        for _ in 0..d {
+            let v = tgts.next()?;
+            let q = *own.get(v as usize).ok_or_else(|| {
+                corrupt(tgt_file.file.path(), format!("vertex {u} has target {v}"))
+            })?;
+            mask[q as usize / 64] |= 1 << (q % 64);
+        }
+        mirrors += mask.iter().map(|w| w.count_ones() as u64).sum::<u64>();
+        done += d as u64;
+        if u % (1 << 20) == 0 {
+            progress("tiers", done, m);
+        }
+    }
+    degs.check()?;
+    tgts.check()?;
+    Ok((counts, mirrors))
+}
+
 /// Builds the layout of `store` and records it in the manifest (replacing an
 /// earlier one). `progress(phase, done, total)` is called now and then.
 pub fn build(
@@ -450,7 +559,9 @@ pub fn build(
     let mut mask_le = vec![0u8; 8 * words];
 
     // Pass 1: the greedy assignment over the out-CSR in source order.
-    {
+    let want = opts.assignment;
+    let mut greedy_mirrors = 0u64;
+    if want != Some(Assignment::DegreeTiers) {
         let own = owner.bytes();
         let mut degs = PodStream::<u32>::new(&deg_file, chunk);
         let mut tgts = PodStream::<u32>::new(&tgt_file, chunk);
@@ -475,6 +586,7 @@ pub fn build(
                 mask[o as usize / 64] |= 1 << (o % 64);
                 loads[o as usize] += 1;
             }
+            greedy_mirrors += mask.iter().map(|w| w.count_ones() as u64).sum::<u64>();
             done += d as u64;
             if u % (1 << 20) == 0 {
                 progress("assign", done, m);
@@ -489,6 +601,34 @@ pub fn build(
                 .expect("capacity x partitions >= vertices");
             *o = q as u8;
             counts[q] += 1;
+        }
+    }
+    // The degree tiers, forced or tried beside the greedy (in memory when
+    // both owner arrays fit half the budget, else mapped from a scratch file
+    // like the greedy's); the one with fewer mirrors is kept.
+    let both_fit = in_memory && 2 * n <= opts.memory / 2;
+    let mut assignment = Assignment::Greedy;
+    let mut other_replication = None;
+    if want != Some(Assignment::Greedy) {
+        let forced = want == Some(Assignment::DegreeTiers);
+        let r = |mirrors: u64| mirrors as f64 / n.max(1) as f64;
+        if forced {
+            let (tier_counts, _) =
+                degree_tiers(owner.bytes(), k, &deg_file, &tgt_file, chunk, progress)?;
+            counts = tier_counts;
+            assignment = Assignment::DegreeTiers;
+        } else {
+            let mut tiers = Arr::new(n as usize, both_fit, dir, "vpart-tiers")?;
+            let (tier_counts, tier_mirrors) =
+                degree_tiers(tiers.bytes(), k, &deg_file, &tgt_file, chunk, progress)?;
+            if tier_mirrors < greedy_mirrors {
+                other_replication = Some(r(greedy_mirrors));
+                owner = tiers;
+                counts = tier_counts;
+                assignment = Assignment::DegreeTiers;
+            } else {
+                other_replication = Some(r(tier_mirrors));
+            }
         }
     }
 
@@ -764,6 +904,8 @@ pub fn build(
             seconds: start.elapsed().as_secs_f64(),
             target_bits: codec.target_bits(),
             version: VPART_VERSION,
+            assignment,
+            other_replication,
         })
     })();
     drop(sf);
@@ -819,6 +961,8 @@ mod tests {
             seconds: 0.5,
             target_bits: 4,
             version: VPART_VERSION,
+            assignment: Assignment::DegreeTiers,
+            other_replication: Some(0.5),
         };
         let mut v = serde_json::to_value(&rec).unwrap();
         assert_eq!(
@@ -827,9 +971,13 @@ mod tests {
         );
         v.as_object_mut().unwrap().remove("target_bits");
         v.as_object_mut().unwrap().remove("version");
+        v.as_object_mut().unwrap().remove("assignment");
+        v.as_object_mut().unwrap().remove("other_replication");
         let old: VpartRecord = serde_json::from_value(v).unwrap();
         assert_eq!(old.target_bits, 32);
         assert_eq!(old.version, 1);
+        assert_eq!(old.assignment, Assignment::Greedy);
+        assert_eq!(old.other_replication, None);
         assert_eq!(old.codec(false).payload_bytes(7), 28);
         assert_eq!(old.codec(true).payload_bytes(7), 56);
         assert_eq!(rec.codec(false).payload_bytes(7), 4);

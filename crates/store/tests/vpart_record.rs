@@ -39,6 +39,7 @@ fn partitioned(dir: &Path, text: &str) -> (PathBuf, vpart::VpartRecord) {
         vertex_memory: 1 << 20,
         partitions: Some(3),
         memory: 64 << 20,
+        assignment: None,
     };
     let rec = vpart::build(&store, &opts, &|_, _, _| {}).unwrap();
     (out, rec)
