@@ -171,8 +171,8 @@ pub struct VpartOptions {
     pub partitions: Option<u32>,
     /// Memory budget of the build itself.
     pub memory: u64,
-    /// How destinations are assigned (None: both, when their owner arrays fit
-    /// in memory, keeping the one with fewer mirrors).
+    /// How destinations are assigned (None: both are built, and the one with
+    /// fewer mirrors kept).
     pub assignment: Option<Assignment>,
 }
 
@@ -436,19 +436,23 @@ fn pick(mask: &[u64], loads: &[u64], counts: &[u64], cap: u64) -> usize {
     .expect("capacity x partitions >= vertices")
 }
 
+/// Mirrors a source makes under one assignment: the owners its targets' bits
+/// mark in `mask`.
+fn mask_mirrors(mask: &[u64]) -> u64 {
+    mask.iter().map(|w| w.count_ones() as u64).sum()
+}
+
 /// The degree-tier owners of every vertex into `own` (n bytes), with each
-/// partition's destination count and the mirrors the assignment makes. Two
-/// passes over the out-CSR: the in-degrees, counted in `own` itself up to 255;
-/// then, after the owners replace them (by descending tier, ties by dense id,
-/// `ceil(n / k)` a partition), the mirrors, a mask of owners per source.
+/// partition's destination count: one pass over the targets counts the
+/// in-degrees in `own` itself (up to 255), then the owners replace them (by
+/// descending tier, ties by dense id, `ceil(n / k)` a partition).
 fn degree_tiers(
     own: &mut [u8],
     k: u32,
-    deg_file: &LayoutFile,
     tgt_file: &LayoutFile,
     chunk: u64,
     progress: &dyn Fn(&str, u64, u64),
-) -> Result<(Vec<u64>, u64)> {
+) -> Result<Vec<u64>> {
     let n = own.len() as u64;
     let m = tgt_file.header.count;
     own.fill(0);
@@ -487,6 +491,20 @@ fn degree_tiers(
         *c = q as u8;
         counts[q] += 1;
     }
+    Ok(counts)
+}
+
+/// The mirrors the owners `own` (of `k` partitions) make: a pass over the
+/// out-CSR, a mask of owners per source.
+fn count_mirrors(
+    own: &[u8],
+    k: u32,
+    deg_file: &LayoutFile,
+    tgt_file: &LayoutFile,
+    chunk: u64,
+    progress: &dyn Fn(&str, u64, u64),
+) -> Result<u64> {
+    let (n, m) = (own.len() as u64, tgt_file.header.count);
     let words = (k as usize).div_ceil(64).max(1);
     let mut mask = vec![0u64; words];
     let mut degs = PodStream::<u32>::new(deg_file, chunk);
@@ -503,7 +521,7 @@ fn degree_tiers(
             })?;
             mask[q as usize / 64] |= 1 << (q % 64);
         }
-        mirrors += mask.iter().map(|w| w.count_ones() as u64).sum::<u64>();
+        mirrors += mask_mirrors(&mask);
         done += d as u64;
         if u % (1 << 20) == 0 {
             progress("tiers", done, m);
@@ -511,7 +529,7 @@ fn degree_tiers(
     }
     degs.check()?;
     tgts.check()?;
-    Ok((counts, mirrors))
+    Ok(mirrors)
 }
 
 /// Builds the layout of `store` and records it in the manifest (replacing an
@@ -586,7 +604,7 @@ pub fn build(
                 mask[o as usize / 64] |= 1 << (o % 64);
                 loads[o as usize] += 1;
             }
-            greedy_mirrors += mask.iter().map(|w| w.count_ones() as u64).sum::<u64>();
+            greedy_mirrors += mask_mirrors(&mask);
             done += d as u64;
             if u % (1 << 20) == 0 {
                 progress("assign", done, m);
@@ -606,29 +624,24 @@ pub fn build(
     // The degree tiers, forced or tried beside the greedy (in memory when
     // both owner arrays fit half the budget, else mapped from a scratch file
     // like the greedy's); the one with fewer mirrors is kept.
-    let both_fit = in_memory && 2 * n <= opts.memory / 2;
+    let both_fit = 2 * n <= opts.memory / 2;
     let mut assignment = Assignment::Greedy;
     let mut other_replication = None;
-    if want != Some(Assignment::Greedy) {
-        let forced = want == Some(Assignment::DegreeTiers);
+    if want == Some(Assignment::DegreeTiers) {
+        counts = degree_tiers(owner.bytes(), k, &tgt_file, chunk, progress)?;
+        assignment = Assignment::DegreeTiers;
+    } else if want.is_none() {
         let r = |mirrors: u64| mirrors as f64 / n.max(1) as f64;
-        if forced {
-            let (tier_counts, _) =
-                degree_tiers(owner.bytes(), k, &deg_file, &tgt_file, chunk, progress)?;
+        let mut tiers = Arr::new(n as usize, both_fit, dir, "vpart-tiers")?;
+        let tier_counts = degree_tiers(tiers.bytes(), k, &tgt_file, chunk, progress)?;
+        let tier_mirrors = count_mirrors(tiers.bytes(), k, &deg_file, &tgt_file, chunk, progress)?;
+        if tier_mirrors < greedy_mirrors {
+            other_replication = Some(r(greedy_mirrors));
+            owner = tiers;
             counts = tier_counts;
             assignment = Assignment::DegreeTiers;
         } else {
-            let mut tiers = Arr::new(n as usize, both_fit, dir, "vpart-tiers")?;
-            let (tier_counts, tier_mirrors) =
-                degree_tiers(tiers.bytes(), k, &deg_file, &tgt_file, chunk, progress)?;
-            if tier_mirrors < greedy_mirrors {
-                other_replication = Some(r(greedy_mirrors));
-                owner = tiers;
-                counts = tier_counts;
-                assignment = Assignment::DegreeTiers;
-            } else {
-                other_replication = Some(r(tier_mirrors));
-            }
+            other_replication = Some(r(tier_mirrors));
         }
     }
 
