@@ -108,6 +108,11 @@ pub struct RunArgs {
     /// (`sparse`), for testing.
     #[arg(long, value_enum, default_value_t = BottomUpArg::Auto)]
     pub bottom_up: BottomUpArg,
+    /// Streaming engine: read the grid from the store on every pass, even
+    /// where the budget could hold it decoded in memory after the first
+    /// pass (for measuring that).
+    #[arg(long)]
+    pub read_every_pass: bool,
     #[command(flatten)]
     pub vertex: crate::vertex::VertexArgs,
 }
@@ -158,6 +163,7 @@ impl RunArgs {
             edge_reads: EdgeReadsArg::Auto,
             no_settle: false,
             bottom_up: BottomUpArg::Auto,
+            read_every_pass: false,
             vertex: crate::vertex::VertexArgs::default(),
         }
     }

@@ -153,6 +153,7 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
         direct_io: a.direct,
         band_columns: 0,
         bottom_up: a.bottom_up.into(),
+        hold_grid: !a.read_every_pass,
     };
     let params = Params {
         root,

@@ -83,6 +83,7 @@ use rayon::prelude::*;
 use std::ops::Range;
 
 mod columns;
+mod held;
 mod hint;
 mod process;
 mod runs;
@@ -90,6 +91,7 @@ mod shares;
 pub use hint::{prefetch, prefetch_each, Hint, Hints, AHEAD, SOURCE_AHEAD, STREAM_AHEAD};
 pub use runs::{Flat, Pass, Runs};
 mod sorted;
+use held::Feed;
 pub use shares::Share;
 pub use sorted::SortedEdges;
 use std::path::PathBuf;
@@ -188,6 +190,10 @@ pub struct StreamConfig {
     /// iteration bottom-up over the in-edges instead of pushing along the grid,
     /// and when relaxation programs (bfs, sssp) push from the out-edge lists.
     pub bottom_up: BottomUp,
+    /// Whether programs that pass over the grid many times hold its blocks
+    /// decoded in memory from the second pass on, when the budget has room
+    /// for all of them (`stream/held.rs`); off: every pass reads them.
+    pub hold_grid: bool,
 }
 
 /// Direction-optimizing BFS (Beamer et al., SC'12) on the streaming engine: when
@@ -229,6 +235,7 @@ impl Default for StreamConfig {
             direct_io: false,
             band_columns: 0,
             bottom_up: BottomUp::Auto,
+            hold_grid: true,
         }
     }
 }
@@ -239,6 +246,9 @@ impl Default for StreamConfig {
 pub struct StreamStats {
     pub iterations: u64,
     pub blocks_read: u64,
+    /// Of `blocks_read`, those taken from the grid held in memory
+    /// ([`StreamEngine::hold_grid`]) rather than read.
+    pub blocks_held: u64,
     /// Non-empty blocks not read because their source interval was inactive.
     pub blocks_skipped: u64,
     /// Processing passes over loaded blocks (>= blocks_read).
@@ -300,6 +310,7 @@ impl StreamStats {
     fn merge_from(&mut self, l: &StreamStats) {
         let s = self;
         s.blocks_read += l.blocks_read;
+        s.blocks_held += l.blocks_held;
         s.passes += l.passes;
         if s.passes_per_block.len() < l.passes_per_block.len() {
             s.passes_per_block.resize(l.passes_per_block.len(), 0);
@@ -360,6 +371,8 @@ pub struct StreamEngine<'s> {
     /// Why the block ring does not fit `--memory`, when its two slots of the
     /// largest block do not: a pass over the grid is then refused.
     ring_short: Option<String>,
+    /// The grid held decoded in memory between passes (`stream/held.rs`).
+    hold: held::Hold,
 }
 
 impl<'s> StreamEngine<'s> {
@@ -442,6 +455,7 @@ impl<'s> StreamEngine<'s> {
             observer: Box::new(NoObserver),
             ring_short,
             program_iterations: 0,
+            hold: held::Hold::Off,
         })
     }
 
@@ -795,19 +809,26 @@ impl<'s> StreamEngine<'s> {
             }
         }
         self.stats.iterations += 1;
-        self.observer
-            .iteration(self.stats.iterations, todo.len() as u64, active.count());
+        self.observer.iteration(
+            self.stats.iterations,
+            todo.len() as u64,
+            self.active.count(),
+        );
         let weights = self.weights;
+        let all_held = self.prepare_hold(&todo, weights);
+        let grid = &self.grid;
         let slots = self.stats.ring_slots;
         let this = &*self;
         let mut local = StreamStats::default();
         let read_ns = AtomicU64::new(0);
+        let mut kept = Vec::new();
         // Readers: block k of `todo` is read by reader k % readers, into one of
         // that reader's own ring slots, so two requests are in flight (the device
         // is faster at queue depth 2) and the consumer still takes blocks in order.
         // Each reader owning its slots rules out a deadlock: block k's reader has
         // had every one of its earlier blocks consumed, so a slot comes back to it.
-        let readers = slots.min(READERS);
+        // None when every block is held in memory (`stream/held.rs`).
+        let readers = if all_held { 0 } else { slots.min(READERS) };
         std::thread::scope(|s| -> Result<()> {
             let mut fulls = Vec::with_capacity(readers);
             let mut frees = Vec::with_capacity(readers);
@@ -835,6 +856,7 @@ impl<'s> StreamEngine<'s> {
                     }
                 });
             }
+            let feed = Feed::new(&this.hold, p, &todo, fulls, &frees, all_held);
             // The band of the k-th block (None: not banded).
             let band_of = |k: usize| todo.get(k).and_then(|&(_, c)| c.checked_div(band));
             let band_targets = |b: u32| {
@@ -843,14 +865,15 @@ impl<'s> StreamEngine<'s> {
             };
             if mode == Mode::Columns {
                 assert_eq!(band, 0, "Mode::Columns runs without bands");
-                let st = this.columns(&todo, fulls, &frees, &ahead, &f)?;
+                let st = this.columns(&feed, &ahead, &f)?;
                 local.merge_from(&st);
+                kept = feed.into_kept();
                 return Ok(());
             }
             let mut next_cut = 0;
-            for k in 0..todo.len() {
+            loop {
                 let t = Instant::now();
-                let Ok(msg) = fulls[k % readers].recv() else {
+                let Some((k, msg)) = feed.next() else {
                     break;
                 };
                 local.io_wait_seconds += t.elapsed().as_secs_f64();
@@ -873,7 +896,7 @@ impl<'s> StreamEngine<'s> {
                 local.compute_seconds += t.elapsed().as_secs_f64();
                 local.blocks_read += 1;
                 this.observer.block_done(block.num_edges() as u64);
-                let _ = frees[k % readers].send(block);
+                feed.done(k, block);
                 if let Some(b) = this_band {
                     if band_of(k + 1) != this_band {
                         hook(Band::End(band_targets(b)))?;
@@ -884,8 +907,13 @@ impl<'s> StreamEngine<'s> {
             for i in next_cut..cuts.len() {
                 between(this, i)?;
             }
+            kept = feed.into_kept();
             Ok(())
         })?;
+        self.keep_held(kept);
+        if all_held {
+            local.blocks_held = local.blocks_read;
+        }
         local.read_seconds = read_ns.load(Relaxed) as f64 / 1e9;
         self.stats.merge_from(&local);
         std::mem::swap(&mut self.active, &mut self.next);

@@ -159,6 +159,24 @@ impl RawBlock {
             ))
         }
     }
+    /// Keeps only what the block's accessors read, for a block held in
+    /// memory past its pass: the decoded words trimmed to this block's, and
+    /// the packed bytes dropped unless they carry its weights. Returns the
+    /// bytes held afterwards ([`GridReader::block_held_bytes`] at most).
+    pub fn compact(&mut self) -> u64 {
+        let words = if self.e == 0 {
+            0
+        } else {
+            2 * self.s + 1 + self.e
+        };
+        self.dec.truncate(words);
+        self.dec.shrink_to_fit();
+        if !self.weighted || self.e == 0 {
+            self.buf = AlignedBuf::new(0);
+            self.start = 0;
+        }
+        self.capacity_bytes()
+    }
     /// Bytes of buffer held (packed and decoded).
     pub fn capacity_bytes(&self) -> u64 {
         let (packed, decoded) = self.capacities();
@@ -715,6 +733,25 @@ impl GridReader {
             } else {
                 4 * (2 * e.sources as u64 + 1 + e.edges)
             }
+    }
+
+    /// Bytes a [`RawBlock`] of block (`row`, `col`) holds once
+    /// [`RawBlock::compact`]ed: its decoded topology, the packed bytes when
+    /// they carry weights, and one aligned page otherwise.
+    pub fn block_held_bytes(&self, row: u32, col: u32, with_weights: bool) -> u64 {
+        let e = self.entry(row, col);
+        if e.edges == 0 {
+            return outcore_io::ALIGN as u64;
+        }
+        let packed = if self.weighted && with_weights {
+            self.block_read_bytes(row, col, true)
+                .div_ceil(outcore_io::ALIGN as u64)
+                * outcore_io::ALIGN as u64
+                + outcore_io::ALIGN as u64
+        } else {
+            outcore_io::ALIGN as u64
+        };
+        packed + 4 * (2 * e.sources as u64 + 1 + e.edges)
     }
 
     /// Reads a whole block into `buf` (reusing its memory), checking checksums and

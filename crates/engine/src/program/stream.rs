@@ -229,6 +229,11 @@ fn relax_run<P: EdgeProgram, W: Word>(
         true => None,
     };
     let refused = Refused::default();
+    // Passes over the grid from memory once it has been read (when the
+    // budget has room; a mapped array leaves none).
+    if banded.is_none() {
+        e.hold_grid();
+    }
     let mut done = 0u64;
     while prog.proceed(done, &[0.0; 4], e.active_count()) {
         let fin = fin.as_ref();
@@ -264,6 +269,7 @@ fn relax_run<P: EdgeProgram, W: Word>(
         }
     }
     drop(buf);
+    e.release_grid();
     if let Some(p) = pull {
         e.budget().give_back(p.held());
     }
@@ -422,6 +428,9 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
     let mode = if columns { Mode::Columns } else { Mode::Multi };
     let (prev, mut active) = pass(e, prog, &mut vals, &mut sums, &msgs, &deg, None);
     write_back(&vals, &sums, &msgs)?;
+    // Passes over the grid from memory once it has been read, when the
+    // budget has room (`stream/held.rs`).
+    e.hold_grid();
     let mut g = Globals { iteration: 0, prev };
     let mut done = 0u64;
     while prog.proceed(done, &g.prev, active) {
@@ -501,6 +510,7 @@ fn sync_run<P: EdgeProgram>(e: &mut StreamEngine, prog: &P) -> Result<VertexArra
         write_back(&vals, &sums, &msgs)?;
     }
     e.program_iterations = done;
+    e.release_grid();
     drop((msgs, sums, deg));
     Ok(vals.map_into(|x| prog.output(x)))
 }

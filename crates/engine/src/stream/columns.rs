@@ -2,37 +2,26 @@
 //! streaming order, a column (target interval) one thread's at a time, so an
 //! edge function may update its target with a plain load and store.
 
+use super::held::Feed;
 use super::{Mode, StreamEngine, StreamStats};
 use crate::error::Result;
-use outcore_store::RawBlock;
 use std::sync::atomic::{
     AtomicBool,
     Ordering::{Acquire, Relaxed, Release},
 };
-use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Mutex;
 use std::time::Instant;
 
 impl StreamEngine<'_> {
     /// [`Mode::Columns`]' consumers: every thread of the pool takes the next
-    /// block of `todo` from its reader (in order, under one lock), then its
+    /// block from the feed (in order, under one lock), then its
     /// column's flag (waiting while another thread holds it), processes the
     /// block alone in one pass, and hands the buffer back. Returns the
     /// threads' figures, the seconds averaged over them.
-    pub(super) fn columns<P, F>(
-        &self,
-        todo: &[(u32, u32)],
-        fulls: Vec<Receiver<Result<RawBlock>>>,
-        frees: &[Sender<RawBlock>],
-        ahead: &P,
-        f: &F,
-    ) -> Result<StreamStats>
+    pub(super) fn columns<P, F>(&self, feed: &Feed<'_>, ahead: &P, f: &F) -> Result<StreamStats>
     where
         P: super::Hint,
         F: super::Runs,
     {
-        let readers = fulls.len();
-        let queue = Mutex::new((0usize, fulls));
         let busy: Vec<AtomicBool> = (0..self.grid.partitions())
             .map(|_| AtomicBool::new(false))
             .collect();
@@ -41,17 +30,8 @@ impl StreamEngine<'_> {
             let mut st = StreamStats::default();
             while !stop.load(Relaxed) {
                 let t = Instant::now();
-                let (k, msg) = {
-                    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                    let k = q.0;
-                    if k >= todo.len() {
-                        break;
-                    }
-                    q.0 += 1;
-                    match q.1[k % readers].recv() {
-                        Ok(m) => (k, m),
-                        Err(_) => break,
-                    }
+                let Some((k, msg)) = feed.next() else {
+                    break;
                 };
                 st.io_wait_seconds += t.elapsed().as_secs_f64();
                 let block = match msg {
@@ -74,7 +54,7 @@ impl StreamEngine<'_> {
                 col.store(false, Release);
                 st.blocks_read += 1;
                 self.observer.block_done(block.num_edges() as u64);
-                let _ = frees[k % readers].send(block);
+                feed.done(k, block);
             }
             Ok(st)
         };
