@@ -105,7 +105,9 @@ pub struct RunArgs {
     /// or undirected) and small ones (bfs's and sssp's) from the out-edge lists
     /// (any store), `never` (every iteration along the grid), or every
     /// iteration bottom-up (`always`, bfs) or from the out-edge lists
-    /// (`sparse`), for testing.
+    /// (`sparse`), for testing. wcc on a store with in-edges runs from the
+    /// lists (Afforest) when the page cache holds them (`auto`), always
+    /// (`always`, `sparse`) or never (`never`: one grid pass).
     #[arg(long, value_enum, default_value_t = BottomUpArg::Auto)]
     pub bottom_up: BottomUpArg,
     /// Streaming engine: read the grid from the store on every pass, even

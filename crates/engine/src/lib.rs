@@ -29,8 +29,8 @@ pub use jobs::{
 };
 pub use program::{
     bottom_up_lists, program_job, relax_apply, stream_bytes_per_vertex,
-    stream_random_bytes_per_vertex, Aggregates, DescribeRefusal, EdgeProgram, Globals, ProgramJob,
-    ProgramRunner, Sums,
+    stream_random_bytes_per_vertex, Aggregates, CsrLists, DescribeRefusal, Dir, EdgeProgram,
+    Globals, ProgramJob, ProgramRunner, Sums,
 };
 pub use sortreduce::{SortReduceConfig, SortReduceEngine, SortReduceStats};
 pub use stream::{

@@ -971,6 +971,13 @@ impl<'s> StreamEngine<'s> {
         self.start_io = self.store.stats().snapshot();
     }
 
+    /// Counts a whole-list pass over the CSR (`program/whole_lists.rs`):
+    /// its edges and seconds, with the CSR iterations'.
+    pub(crate) fn add_csr_pass(&mut self, edges: u64, seconds: f64) {
+        self.stats.csr_edges += edges;
+        self.stats.csr_seconds += seconds;
+    }
+
     /// Counts `edges` of [`StreamStats::csr_kept_edges`].
     pub(crate) fn add_kept_edges(&mut self, edges: u64) {
         self.stats.csr_kept_edges += edges;

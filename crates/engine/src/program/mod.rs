@@ -35,10 +35,12 @@ pub(crate) mod relax;
 mod stream;
 mod sync;
 mod vertex;
+mod whole_lists;
 
 pub use jobs::{program_job, DescribeRefusal, ProgramJob};
 pub use pull::bottom_up_lists;
 pub use stream::{stream_bytes_per_vertex, stream_random_bytes_per_vertex};
+pub use whole_lists::{CsrLists, Dir};
 
 /// Four global sums, added by `init` and `apply`.
 pub type Aggregates = [f64; 4];
