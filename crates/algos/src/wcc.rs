@@ -316,17 +316,13 @@ const SAMPLED: usize = 2;
 /// them whatever the cache holds, `never` streams the grid).
 fn afforest_lists(e: &StreamEngine, bitmap_bytes: u64) -> Result<Option<CsrLists>> {
     let mode = e.config().bottom_up;
-    if mode == BottomUp::Never || !e.budget().take(bitmap_bytes) {
+    if mode == BottomUp::Never
+        || mode == BottomUp::Auto && CsrLists::cached_share(e) < CACHED
+        || !e.budget().take(bitmap_bytes)
+    {
         return Ok(None);
     }
-    let lists = match CsrLists::open(e)? {
-        Some(l) if mode != BottomUp::Auto || l.cached_fraction() >= CACHED => Some(l),
-        Some(l) => {
-            l.close(e);
-            None
-        }
-        None => None,
-    };
+    let lists = CsrLists::open(e)?;
     if lists.is_none() {
         e.budget().give_back(bitmap_bytes);
     }

@@ -21,6 +21,7 @@ use super::lists::{Bufs, Side, Want, CHUNK, GAP, WINDOW};
 use super::pull::bottom_up_lists;
 use crate::error::Result;
 use crate::stream::StreamEngine;
+use outcore_io::{InFile, IoStats, ReadMode};
 use outcore_state::AtomicBitmap;
 use outcore_store::pagesums::{PageSums, SUM_GROUP};
 use rayon::prelude::*;
@@ -91,20 +92,33 @@ impl CsrLists {
         r.map(Some)
     }
 
+    /// The share of the store's lists (both directions; the less cached
+    /// one's) the page cache holds, found without reading anything (`mincore`
+    /// on the target files, outside the store's I/O counters): 0 without
+    /// in-lists, and with `--direct`, whose reads bypass the cache.
+    pub fn cached_share(e: &StreamEngine) -> f64 {
+        let store = e.store();
+        let Some(dir) = bottom_up_lists(store.manifest()) else {
+            return 0.0;
+        };
+        if e.config().direct_io {
+            return 0.0;
+        }
+        let share = |name: &str| {
+            InFile::open(&store.dir().join(name), ReadMode::Buffered, IoStats::new())
+                .map_or(0.0, |f| f.cached_fraction())
+        };
+        let out = share("csr.out.targets");
+        match dir {
+            "in" => out.min(share("csr.in.targets")),
+            _ => out,
+        }
+    }
+
     fn side(&self, dir: Dir) -> &Side {
         match (dir, &self.inn) {
             (Dir::In, Some(s)) => s,
             _ => &self.out,
-        }
-    }
-
-    /// The share of both directions' lists the page cache holds (the less
-    /// cached one's; 0 with `--direct`).
-    pub fn cached_fraction(&self) -> f64 {
-        let out = self.out.cached_fraction();
-        match &self.inn {
-            Some(s) => out.min(s.cached_fraction()),
-            None => out,
         }
     }
 
