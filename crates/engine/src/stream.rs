@@ -856,7 +856,8 @@ impl<'s> StreamEngine<'s> {
                     }
                 });
             }
-            let feed = Feed::new(&this.hold, p, &todo, fulls, &frees, all_held);
+            let grid_path = this.store.dir().join("grid.data");
+            let feed = Feed::new(&this.hold, p, grid_path, &todo, fulls, &frees, all_held);
             // The band of the k-th block (None: not banded).
             let band_of = |k: usize| todo.get(k).and_then(|&(_, c)| c.checked_div(band));
             let band_targets = |b: u32| {

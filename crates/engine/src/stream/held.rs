@@ -21,11 +21,15 @@
 //!   ([`StreamEngine::release_grid`]) or the weights setting changes.
 //! * A pass takes blocks from memory only when every block it needs is held;
 //!   otherwise it reads them all and keeps the ones not held yet.
+//! * A pass over held blocks stops at its next block once a stop was asked
+//!   for (`outcore_io::cancel`), with the error a read of the grid gives.
 
 use super::StreamEngine;
 use crate::error::Result;
+use outcore_io::IoError;
 use outcore_store::{GridReader, RawBlock};
 use std::ops::Deref;
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
 
@@ -186,12 +190,15 @@ pub(super) struct Feed<'a> {
     hold: &'a Hold,
     /// The grid's partitions.
     p: u32,
+    /// The grid's data file, named by a cancelled pass over held blocks.
+    grid_path: PathBuf,
 }
 
 impl<'a> Feed<'a> {
     pub(super) fn new(
         hold: &'a Hold,
         p: u32,
+        grid_path: PathBuf,
         todo: &'a [(u32, u32)],
         fulls: Vec<Receiver<Result<RawBlock>>>,
         frees: &'a [Sender<RawBlock>],
@@ -209,6 +216,7 @@ impl<'a> Feed<'a> {
             kept: Mutex::new(Vec::new()),
             hold,
             p,
+            grid_path,
         }
     }
 
@@ -222,6 +230,12 @@ impl<'a> Feed<'a> {
         }
         q.0 += 1;
         if let Some(h) = self.held {
+            // No read to fail once a stop was asked for (the Python
+            // package's Ctrl-C, `outcore_io::cancel`): the feed fails as a
+            // read of the grid would.
+            if let Err(e) = outcore_io::cancel::check() {
+                return Some((k, Err(IoError::new(&self.grid_path, "read", e).into())));
+            }
             let b = h.get(self.p, self.todo[k]);
             return Some((
                 k,
