@@ -373,6 +373,9 @@ pub struct StreamEngine<'s> {
     ring_short: Option<String>,
     /// The grid held decoded in memory between passes (`stream/held.rs`).
     hold: held::Hold,
+    /// Passes over the grid so far (iterations from the CSR lists not
+    /// counted).
+    grid_passes: u64,
 }
 
 impl<'s> StreamEngine<'s> {
@@ -456,6 +459,7 @@ impl<'s> StreamEngine<'s> {
             ring_short,
             program_iterations: 0,
             hold: held::Hold::Off,
+            grid_passes: 0,
         })
     }
 
@@ -809,6 +813,7 @@ impl<'s> StreamEngine<'s> {
             }
         }
         self.stats.iterations += 1;
+        self.grid_passes += 1;
         self.observer.iteration(
             self.stats.iterations,
             todo.len() as u64,

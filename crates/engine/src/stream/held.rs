@@ -39,8 +39,9 @@ pub(super) enum Hold {
     /// Every pass reads its blocks.
     #[default]
     Off,
-    /// Asked for when `passes` iterations had run: the second pass after
-    /// that starts holding.
+    /// Asked for when `passes` grid passes had run: the second grid pass
+    /// after that starts holding (an iteration from the CSR lists is no
+    /// pass over the grid: a bfs with one grid pass holds nothing).
     Wanted { passes: u64 },
     /// Blocks kept so far, indexed `row * P + col`.
     Held(Held),
@@ -80,7 +81,7 @@ impl StreamEngine<'_> {
     pub fn hold_grid(&mut self) {
         if self.cfg.hold_grid && matches!(self.hold, Hold::Off) {
             self.hold = Hold::Wanted {
-                passes: self.stats.iterations,
+                passes: self.grid_passes,
             };
         }
     }
@@ -117,8 +118,8 @@ impl StreamEngine<'_> {
             }
         }
         match &self.hold {
-            // `iterations` counts this pass already.
-            Hold::Wanted { passes } if self.stats.iterations > *passes + 1 => {
+            // `grid_passes` counts this pass already.
+            Hold::Wanted { passes } if self.grid_passes > *passes + 1 => {
                 let bytes = grid_held_bytes(&self.grid, weights);
                 if bytes <= self.budget.remaining() / 2 && self.budget.take(bytes) {
                     let p = self.grid.partitions() as usize;
