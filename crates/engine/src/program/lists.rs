@@ -13,6 +13,15 @@ use std::ops::Range;
 /// Vertices per task.
 pub(crate) const CHUNK: u32 = 4096;
 
+/// Chunks a task reads in turn (the unit spread over the pool).
+pub(super) const TASK: u32 = 16;
+/// Chunks of a task whose reads are hinted to the kernel while an earlier one
+/// is read ([`Side::hint`]).
+pub(super) const AHEAD: u32 = 4;
+/// A chunk's wanted lists (vertex, first and last edge), at most: per
+/// thread [`AHEAD`] + 1 for reading, one for pricing.
+pub(super) const WANTED_BYTES: u64 = CHUNK as u64 * 24;
+
 /// Edges per read request (1 MiB).
 pub(super) const WINDOW: u64 = 1 << 18;
 /// Unwanted edges between two wanted lists that are read through rather than

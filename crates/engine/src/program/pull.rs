@@ -112,7 +112,7 @@
 //! most half of what the budget has left) and give it back when replaced.
 
 use super::kept_out::KeptOut;
-use super::lists::{chunk_range, Bufs, Side, Want, CHUNK, GAP, WINDOW};
+use super::lists::{chunk_range, Bufs, Side, Want, AHEAD, CHUNK, GAP, TASK, WANTED_BYTES, WINDOW};
 use super::relax::{self, Refused, Word};
 use super::EdgeProgram;
 use crate::error::{EngineError, Result};
@@ -129,14 +129,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 fn steady(active: u64, before: u64, n: u32) -> bool {
     4 * active >= before && active < 4 * before && 64 * active < n as u64
 }
-/// A chunk's wanted lists (vertex, first and last edge), at most: per
-/// thread [`AHEAD`] + 1 for reading, one for pricing.
-const WANTED_BYTES: u64 = CHUNK as u64 * 24;
-/// Chunks a task reads in turn (the unit spread over the pool).
-const TASK: u32 = 16;
-/// Chunks of a task whose reads are hinted to the kernel while an earlier one
-/// is read ([`Side::hint`]).
-const AHEAD: u32 = 4;
+
 /// What a byte of a sparse step's price costs against a byte a grid pass
 /// streams, when neither is cached: weighted Kronecker 24, cold, a sparse
 /// step and a grid pass took the same time where the step's price was about

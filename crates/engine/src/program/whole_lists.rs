@@ -17,7 +17,7 @@
 //! * What [`CsrLists::open`] takes from the budget (degrees, chunk offsets,
 //!   checksums, the threads' read buffers) goes back in [`CsrLists::close`].
 
-use super::lists::{Bufs, Side, Want, CHUNK, GAP, WINDOW};
+use super::lists::{Bufs, Side, Want, AHEAD, CHUNK, GAP, TASK, WANTED_BYTES, WINDOW};
 use super::pull::bottom_up_lists;
 use crate::error::Result;
 use crate::stream::StreamEngine;
@@ -26,14 +26,6 @@ use outcore_state::AtomicBitmap;
 use outcore_store::pagesums::{PageSums, SUM_GROUP};
 use rayon::prelude::*;
 use std::time::Instant;
-
-/// Chunks per task.
-const TASK: u32 = 16;
-/// Chunks picked and hinted ahead of the one read.
-const AHEAD: u32 = 4;
-/// Bytes a chunk's pick takes (vertex, first edge, end edge: 24 bytes a
-/// vertex at most).
-const WANTED_BYTES: u64 = CHUNK as u64 * 24;
 
 /// Which lists a pass reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,22 +112,6 @@ impl CsrLists {
             (Dir::In, Some(s)) => s,
             _ => &self.out,
         }
-    }
-
-    /// Edges in one direction's lists, all of them.
-    pub fn edges(&self, dir: Dir) -> u64 {
-        self.side(dir).edges()
-    }
-
-    /// Edges in one direction's lists of the vertices clear in `marked`.
-    pub fn edges_outside(&self, e: &StreamEngine, dir: Dir, marked: &AtomicBitmap) -> u64 {
-        let side = self.side(dir);
-        e.pool().install(|| {
-            (0..e.vertices().div_ceil(CHUNK))
-                .into_par_iter()
-                .map(|c| side.degrees(c, Want::Clear(marked)))
-                .sum()
-        })
     }
 
     /// Hands `visit(v, list)` every list in direction `dir` — every
