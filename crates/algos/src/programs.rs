@@ -136,6 +136,11 @@ impl EdgeProgram for Bfs {
         word >> 32 == iteration
     }
     #[inline]
+    fn frontier_message(&self, iteration: u64) -> Option<u64> {
+        // `message` is the depth, which `pulls_from` fixes at `iteration`.
+        Some(iteration)
+    }
+    #[inline]
     fn improves(&self, old: u64, new: u64) -> bool {
         // Activated only when the depth drops, not when only the parent does.
         new >> 32 < old >> 32

@@ -58,6 +58,22 @@ impl AtomicBitmap {
     pub fn clear_all(&self) {
         self.words.par_iter().for_each(|w| w.store(0, Relaxed));
     }
+    /// Sets exactly the bits `i` for which `f(i)` holds and clears the
+    /// others, a word at a time (one plain store a word, no atomic
+    /// read-modify-write a bit), in parallel on the current rayon pool.
+    pub fn fill_where<F: Fn(u32) -> bool + Sync>(&self, f: F) {
+        let n = self.len as u64;
+        self.words.par_chunks(64).enumerate().for_each(|(c, ws)| {
+            for (j, w) in ws.iter().enumerate() {
+                let lo = (c as u64 * 64 + j as u64) * 64;
+                let mut x = 0u64;
+                for v in lo..(lo + 64).min(n) {
+                    x |= (f(v as u32) as u64) << (v - lo);
+                }
+                w.store(x, Relaxed);
+            }
+        });
+    }
     /// Clears the bits of `r`.
     pub fn clear_range(&self, r: Range<u32>) {
         for i in self.word_span(&r) {
@@ -201,6 +217,17 @@ mod tests {
         (a, b)
     }
 
+    #[test]
+    fn fill_where_sets_exactly_the_chosen_bits() {
+        for len in [0usize, 1, 63, 64, 65, 4096 + 7, 300_001] {
+            let b = AtomicBitmap::new(len);
+            b.set_all();
+            b.fill_where(|v| v % 3 == 1 || v == 64);
+            let want: Vec<u32> = (0..len as u32).filter(|v| v % 3 == 1 || *v == 64).collect();
+            assert_eq!(b.ones().collect::<Vec<_>>(), want, "len {len}");
+            assert_eq!(b.count(), want.len() as u64);
+        }
+    }
     #[test]
     fn clear_where_clears_only_shared_bits_in_range() {
         let (a, b) = thirds_and_halves();

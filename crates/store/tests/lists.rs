@@ -141,3 +141,29 @@ fn a_target_past_the_vertex_count_is_refused() {
         "{e}"
     );
 }
+
+/// The degrees mapped in place are the degrees read into memory; a flipped
+/// byte in the payload is refused by name with the checksum mismatch.
+#[test]
+fn mapped_degrees_match_and_damage_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = build(d.path(), 5000, 120_000);
+    let store = Store::open(&dir).unwrap();
+    for side in ["out", "in"] {
+        let read = store.degrees(side).unwrap();
+        let mapped = store.degrees_mapped(side).unwrap();
+        assert_eq!(&mapped[..], &read[..], "degrees.{side}");
+        assert_eq!(mapped.resident_bytes(), 0);
+    }
+    let f = dir.join("degrees.in");
+    let mut bytes = std::fs::read(&f).unwrap();
+    let at = HEADER_LEN as usize + 4 * 2500 + 1;
+    bytes[at] ^= 0x40;
+    std::fs::write(&f, &bytes).unwrap();
+    let store = Store::open(&dir).unwrap();
+    let err = store.degrees_mapped("in").unwrap_err().to_string();
+    assert!(err.contains("degrees.in"), "{err}");
+    assert!(err.contains("checksum mismatch"), "{err}");
+    // The other direction is untouched.
+    store.degrees_mapped("out").unwrap();
+}

@@ -7,7 +7,7 @@ use crate::error::{EngineError, Result};
 use outcore_state::AtomicBitmap;
 use outcore_store::format::{FileKind, LayoutFile};
 use outcore_store::pagesums::PageSums;
-use outcore_store::Store;
+use outcore_store::{Mapped, Store};
 use std::ops::Range;
 
 /// Vertices per task.
@@ -62,7 +62,7 @@ pub(crate) fn chunk_range(c: u32, n: u32) -> Range<u32> {
 /// and their page-group checksums, and for a weighted program the weights
 /// and theirs.
 pub(super) struct Side {
-    pub(super) deg: Vec<u32>,
+    pub(super) deg: Mapped<u32>,
     pub(super) base: Vec<u64>,
     pub(super) targets: LayoutFile,
     pub(super) sums: PageSums,
@@ -106,15 +106,13 @@ impl Side {
         sums: PageSums,
         wsums: Option<PageSums>,
     ) -> Result<Side> {
-        let deg = store.degrees(dir)?;
+        let deg = store.degrees_mapped(dir)?;
         let targets = store.layout(&format!("csr.{dir}.targets"), FileKind::CsrTargets)?;
         let mut base = Vec::with_capacity(deg.len().div_ceil(CHUNK as usize) + 1);
         let mut at = 0u64;
-        for (c, d) in deg.iter().enumerate() {
-            if c % CHUNK as usize == 0 {
-                base.push(at);
-            }
-            at += *d as u64;
+        for c in deg.chunks(CHUNK as usize) {
+            base.push(at);
+            at += c.iter().map(|&d| d as u64).sum::<u64>();
         }
         base.push(at);
         if at != targets.header.count || at * 4 != sums.payload() {
@@ -202,10 +200,28 @@ impl Side {
         self.base.last().copied().unwrap_or(0)
     }
 
-    /// The degrees of the vertices `want` picks in chunk `c`, summed.
+    /// The degrees of the vertices `want` picks in chunk `c`, summed: over
+    /// the picked vertices, or when they are most of the chunk, the chunk's
+    /// edges less the degrees of the others (a bottom-up step's vertices not
+    /// settled are nearly every vertex at first, its active ones rarely).
     pub(super) fn degrees(&self, c: u32, want: Want<'_>) -> u64 {
         let r = chunk_range(c, self.deg.len() as u32);
-        want.vertices(r).map(|v| self.deg[v as usize] as u64).sum()
+        let (b, set) = match want {
+            Want::Set(b) => (b, true),
+            Want::Clear(b) => (b, false),
+        };
+        let ones = b.count_in(r.clone());
+        let picked = if set { ones } else { r.len() as u64 - ones };
+        let sum = |set| {
+            b.bits_in(r.clone(), set)
+                .map(|v| self.deg[v as usize] as u64)
+                .sum::<u64>()
+        };
+        if 2 * picked <= r.len() as u64 {
+            sum(set)
+        } else {
+            self.base[c as usize + 1] - self.base[c as usize] - sum(!set)
+        }
     }
 
     /// The read request starting at `wanted[i]`: the entries it covers end

@@ -184,6 +184,16 @@ pub trait EdgeProgram: Sync {
     fn pulls(&self) -> bool {
         false
     }
+    /// The message every source on the frontier of iteration `iteration`
+    /// ([`EdgeProgram::pulls_from`]) sends, when it depends on the iteration
+    /// alone (bfs: the depth, `iteration`): a bottom-up step then never reads
+    /// a frontier in-neighbour's word, a miss anywhere in the state for every
+    /// vertex reached (Kronecker 22 in memory, the first bottom-up step's
+    /// time went three quarters into that load). `None` (the default): the
+    /// step reads it.
+    fn frontier_message(&self, _iteration: u64) -> Option<u64> {
+        None
+    }
     /// For relaxation programs: whether lowering a value from `old` to `new`
     /// activates the vertex (bfs: only when its depth drops, not its parent).
     fn improves(&self, old: u64, new: u64) -> bool {

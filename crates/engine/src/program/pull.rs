@@ -104,7 +104,9 @@
 //! # Memory
 //! Taken from the budget when the run starts, or no step leaves the grid: per
 //! direction (in and out; one on an undirected store or one without in-edges)
-//! the degrees (4 bytes a vertex), each chunk's first edge (8 bytes per 4096
+//! the degrees (4 bytes a vertex: mapped from `degrees.DIR` and checked whole
+//! rather than copied, but every step touches them, so they are counted),
+//! each chunk's first edge (8 bytes per 4096
 //! vertices) and the page-group checksums (4 bytes per 4 KiB of edges); the
 //! frontier bitmap (1 bit a vertex, with in-edges) and per thread one read
 //! buffer of [`WINDOW`] edges and [`AHEAD`] + 2 lists of a chunk's wanted
@@ -519,15 +521,14 @@ impl InEdges {
         let open = |v: u32| settled.is_none_or(|s| !s.get(v));
         if bottom_up {
             let fr = &self.frontier;
-            fr.clear_all();
-            e.vmap(|v| {
-                if prog.pulls_from(W::load(&a[v as usize]), done) {
-                    fr.set(v);
-                }
-            });
+            e.pool()
+                .install(|| fr.fill_where(|v| prog.pulls_from(W::load(&a[v as usize]), done)));
         }
+        // A bottom-up hit's message: the same for every frontier vertex when
+        // the program says so, else read from its word.
+        let pulled = prog.frontier_message(done);
         let lower = |u: u32, v: u32, next: &AtomicBitmap| {
-            let m = relax::message_of::<P, W>(prog, &a[u as usize]);
+            let m = pulled.unwrap_or_else(|| relax::message_of::<P, W>(prog, &a[u as usize]));
             if !relax::relax_into::<P, W>(prog, &a[v as usize], m, u, v, 1.0, |x| {
                 next.set(x);
             }) {
