@@ -129,8 +129,18 @@ fn a_damaged_weight_file_is_refused_by_name() {
     bytes[outcore_store::format::HEADER_LEN as usize] ^= 0x5a;
     std::fs::write(&path, &bytes).unwrap();
     let store = Store::open(store.dir()).unwrap();
-    for mode in [BottomUp::Sparse, BottomUp::Auto] {
-        let mut e = StreamEngine::new(&store, config(mode, 2)).unwrap();
+    // Read in place (the lists are in the page cache) and copied out
+    // (`hold_grid` off, `--read-every-pass`).
+    for (mode, hold_grid) in [
+        (BottomUp::Sparse, true),
+        (BottomUp::Auto, true),
+        (BottomUp::Sparse, false),
+    ] {
+        let cfg = StreamConfig {
+            hold_grid,
+            ..config(mode, 2)
+        };
+        let mut e = StreamEngine::new(&store, cfg).unwrap();
         let params = Params {
             root,
             ..Default::default()

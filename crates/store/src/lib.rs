@@ -14,6 +14,7 @@
 //! `docs/format.md` describes every byte. [`ingest`] builds stores out of core;
 //! [`reader`] opens and reads them; [`info`] summarises and verifies them.
 
+pub mod checked_map;
 pub mod codec;
 pub mod error;
 pub mod format;

@@ -203,6 +203,22 @@ impl PageSums {
         Ok(((a - lo) / size) as usize)
     }
 
+    /// Checks `bytes`, the whole of page group `g`.
+    pub(crate) fn check_group(&self, g: u64, bytes: &[u8]) -> Result<()> {
+        if crc32fast::hash(bytes) != self.sums[g as usize] {
+            let lo = g * SUM_GROUP;
+            let hi = lo + bytes.len() as u64;
+            return Err(corrupt(
+                &self.file,
+                format!(
+                    "checksum of page group {g} (payload bytes {lo}..{hi}) does not match {}: the data is damaged",
+                    self.sums_file
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks `buf`, the payload bytes from `at` (a multiple of [`SUM_GROUP`]):
     /// every group that `buf` holds whole (a short last group counts when `buf`
     /// reaches the end of the payload). Returns the bytes checked.
@@ -217,16 +233,7 @@ impl PageSums {
             if lo >= self.payload || hi > end {
                 return Ok(checked);
             }
-            let bytes = &buf[(lo - at) as usize..(hi - at) as usize];
-            if crc32fast::hash(bytes) != self.sums[g as usize] {
-                return Err(corrupt(
-                    &self.file,
-                    format!(
-                        "checksum of page group {g} (payload bytes {lo}..{hi}) does not match {}: the data is damaged",
-                        self.sums_file
-                    ),
-                ));
-            }
+            self.check_group(g, &buf[(lo - at) as usize..(hi - at) as usize])?;
             checked += hi - lo;
             g += 1;
         }

@@ -167,3 +167,72 @@ fn mapped_degrees_match_and_damage_is_refused() {
     // The other direction is untouched.
     store.degrees_mapped("out").unwrap();
 }
+
+/// A CSR file mapped in place serves exactly the file's bytes, counts each
+/// page group as read once, and refuses a damaged group by name and range
+/// while groups it does not touch are still served.
+#[test]
+fn checked_map_serves_checked_groups_once_and_refuses_damage() {
+    use outcore_store::checked_map::CheckedMap;
+    use outcore_store::format::FileKind;
+    use outcore_store::pagesums::{PageSums, SUM_GROUP};
+    let d = tempfile::tempdir().unwrap();
+    let dir = build(d.path(), 5000, 120_000);
+    let store = Store::open(&dir).unwrap();
+    let targets: Vec<u32> = store
+        .layout("csr.out.targets", FileKind::CsrTargets)
+        .unwrap()
+        .read_all()
+        .unwrap();
+    let sums = PageSums::load(&store, "csr.out.targets").unwrap();
+    let lf = store
+        .layout("csr.out.targets", FileKind::CsrTargets)
+        .unwrap();
+    let stats = outcore_io::IoStats::new();
+    let map = CheckedMap::open(&lf, &sums, stats.clone()).unwrap();
+    let n = targets.len() as u64;
+    for (a, b) in [
+        (0, 1),
+        (3, 1500),
+        (1000, 1030),
+        (n - 7, n),
+        (0, n),
+        (17, 17),
+    ] {
+        let got = map.get::<u32>(&sums, 4 * a, 4 * b).unwrap();
+        assert_eq!(got, &targets[a as usize..b as usize], "{a}..{b}");
+    }
+    // Every group was touched once by (0, n): counted once, not per read.
+    assert_eq!(stats.snapshot().bytes_read, 4 * n);
+    // A flipped byte in group 5.
+    let path = dir.join("csr.out.targets");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[(HEADER_LEN + 5 * SUM_GROUP + 9) as usize] ^= 0x21;
+    std::fs::write(&path, &bytes).unwrap();
+    let store = Store::open(&dir).unwrap();
+    let lf = store
+        .layout("csr.out.targets", FileKind::CsrTargets)
+        .unwrap();
+    let map = CheckedMap::open(&lf, &sums, outcore_io::IoStats::new()).unwrap();
+    let per = SUM_GROUP / 4;
+    assert_eq!(
+        map.get::<u32>(&sums, 0, 4 * 5 * per).unwrap(),
+        &targets[..5 * per as usize]
+    );
+    let err = map
+        .get::<u32>(&sums, 4 * (5 * per + 3), 4 * (5 * per + 4))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("csr.out.targets"), "{err}");
+    assert!(err.contains("page group 5 "), "{err}");
+    assert!(
+        err.contains(&format!("{}..{}", 5 * SUM_GROUP, 6 * SUM_GROUP)),
+        "{err}"
+    );
+    // A group past the damaged one is served.
+    let (a, b) = (6 * per, 6 * per + 10);
+    assert_eq!(
+        map.get::<u32>(&sums, 4 * a, 4 * b).unwrap(),
+        &targets[a as usize..b as usize]
+    );
+}

@@ -2,9 +2,19 @@
 //! steps (`pull.rs`): which vertices' lists a step wants, what reading them
 //! costs (requests and gaps read through), hints to the kernel, and the reads
 //! themselves, each checked against the lists' page-group checksums.
+//!
+//! A side may instead read its lists in place (`Side::open`'s `map`): when
+//! the page cache holds at least [`MAP_CACHED`] of them, the files are mapped
+//! and each page group checked the first time a read touches it
+//! ([`CheckedMap`]); reads are then slices of the mapping, never copies, and
+//! nothing is hinted. The callers ask for it only where lists are read again
+//! and again (sssp's sparse steps): a first touch of a mapped page costs more
+//! than a copy, so lists read about once (bfs, wcc) are copied.
 
 use crate::error::{EngineError, Result};
+use crate::stream::StreamConfig;
 use outcore_state::AtomicBitmap;
+use outcore_store::checked_map::CheckedMap;
 use outcore_store::format::{FileKind, LayoutFile};
 use outcore_store::pagesums::PageSums;
 use outcore_store::{Mapped, Store};
@@ -67,7 +77,15 @@ pub(super) struct Side {
     pub(super) targets: LayoutFile,
     pub(super) sums: PageSums,
     pub(super) weights: Option<(LayoutFile, PageSums)>,
+    /// The lists mapped in place (targets, and weights), when the page
+    /// cache held them as the run opened them: read without a copy, each
+    /// page group checked once ([`CheckedMap`]).
+    inplace: Option<(CheckedMap, Option<CheckedMap>)>,
 }
+
+/// The share of a side's lists the page cache must hold for it to read
+/// them in place rather than copy them out.
+const MAP_CACHED: f64 = 0.9;
 
 /// A thread's read buffers: targets, and weights when the lists carry them.
 #[derive(Default)]
@@ -80,7 +98,16 @@ impl Side {
     /// Memory a side holds for `n` vertices and `sums` checksums (and
     /// `wsums` for the weights).
     pub(super) fn bytes(n: u64, sums: &PageSums, wsums: Option<&PageSums>) -> u64 {
-        4 * n + (n.div_ceil(CHUNK as u64) + 1) * 8 + sums.bytes() + wsums.map_or(0, |w| w.bytes())
+        let sums = sums.bytes() + wsums.map_or(0, |w| w.bytes());
+        // The checked bits of the lists read in place: 1 a group, 32 a sum.
+        4 * n + (n.div_ceil(CHUNK as u64) + 1) * 8 + sums + sums.div_ceil(32) + 16
+    }
+
+    /// Whether a run with `cfg` may read lists in place: not with
+    /// `--read-every-pass` (`hold_grid` off) nor `--direct` (the user asked
+    /// to bypass the page cache).
+    pub(super) fn may_map(cfg: &StreamConfig) -> bool {
+        cfg.hold_grid && !cfg.direct_io
     }
 
     /// The share of the lists (targets, and weights) the page cache holds.
@@ -100,11 +127,14 @@ impl Side {
         }
     }
 
+    /// Opens direction `dir`'s lists; `map` lets it read them in place
+    /// when the page cache holds them ([`MAP_CACHED`]).
     pub(super) fn open(
         store: &Store,
         dir: &str,
         sums: PageSums,
         wsums: Option<PageSums>,
+        map: bool,
     ) -> Result<Side> {
         let deg = store.degrees_mapped(dir)?;
         let targets = store.layout(&format!("csr.{dir}.targets"), FileKind::CsrTargets)?;
@@ -136,13 +166,24 @@ impl Side {
             }
             None => None,
         };
-        Ok(Side {
+        let mut side = Side {
             deg,
             base,
             targets,
             sums,
             weights,
-        })
+            inplace: None,
+        };
+        if map && side.cached_fraction() >= MAP_CACHED {
+            let stats = store.stats().clone();
+            let t = CheckedMap::open(&side.targets, &side.sums, stats.clone())?;
+            let w = match &side.weights {
+                Some((w, ws)) => Some(CheckedMap::open(w, ws, stats)?),
+                None => None,
+            };
+            side.inplace = Some((t, w));
+        }
+        Ok(side)
     }
 
     /// Fills `wanted` with chunk `c`'s vertices that `want` picks and have
@@ -270,6 +311,9 @@ impl Side {
     /// task ended (`end`, in edges) is not hinted: the kernel's own read-ahead
     /// follows a sequential read better than hints do.
     pub(super) fn hint(&self, wanted: &[(u32, u64, u64)], end: &mut u64) {
+        if self.inplace.is_some() {
+            return;
+        }
         let (mut i, mut hinted) = (0, 0);
         while i < wanted.len() && hinted < HINT_BYTES {
             let (j, z) = Self::request(wanted, i);
@@ -299,6 +343,28 @@ impl Side {
         mut visit: impl FnMut(u32, &[u32], &[f32]) -> (u64, bool),
     ) -> Result<u64> {
         let mut edges = 0u64;
+        if let Some((t, w)) = &self.inplace {
+            // In place: each list (a long one window by window, until it
+            // stops), its page groups checked on first touch.
+            for &(v, a0, b0) in wanted {
+                let mut a = a0;
+                while a < b0 {
+                    let b = (a + WINDOW).min(b0);
+                    let targets = t.get::<u32>(&self.sums, 4 * a, 4 * b)?;
+                    let ws = match (w, &self.weights) {
+                        (Some(w), Some((_, ws))) => w.get::<f32>(ws, 4 * a, 4 * b)?,
+                        _ => &[][..],
+                    };
+                    let (x, stop) = visit(v, targets, ws);
+                    edges += x;
+                    if stop {
+                        break;
+                    }
+                    a = b;
+                }
+            }
+            return Ok(edges);
+        }
         let mut i = 0;
         while i < wanted.len() {
             let (v, a0, b0) = wanted[i];
