@@ -405,10 +405,7 @@ impl Store {
     /// mapped.
     pub fn degrees_mapped(&self, dir: &str) -> Result<Mapped<u32>> {
         let name = format!("degrees.{dir}");
-        let lf = self.layout(&name, FileKind::Degrees)?;
-        if lf.elements::<u32>()? as u64 != self.vertices() {
-            return Err(corrupt(self.dir.join(&name), "wrong number of entries"));
-        }
+        let lf = self.per_vertex::<u32>(&name, FileKind::Degrees)?;
         let m = Mapped::<u32>::new(self.dir.join(&name), self.vertices() as usize)?;
         if let Backing::File { map, .. } = &*m.0 {
             let _ = map.advise(memmap2::Advice::WillNeed);
@@ -459,12 +456,17 @@ impl Store {
     /// A remapped store's `name`, checked against the manifest and its
     /// checksum, then mapped read-only.
     fn mapped_ids<T: bytemuck::Pod>(&self, name: &str, kind: FileKind) -> Result<Mapped<T>> {
+        self.per_vertex::<T>(name, kind)?.verify()?;
+        Mapped::new(self.dir.join(name), self.vertices() as usize)
+    }
+
+    /// The store's file `name` of one `T` per vertex, its entries counted.
+    fn per_vertex<T: bytemuck::Pod>(&self, name: &str, kind: FileKind) -> Result<LayoutFile> {
         let lf = self.layout(name, kind)?;
         if lf.elements::<T>()? as u64 != self.vertices() {
             return Err(corrupt(self.dir.join(name), "wrong number of entries"));
         }
-        lf.verify()?;
-        Mapped::new(self.dir.join(name), self.vertices() as usize)
+        Ok(lf)
     }
 
     /// Streams every file and checks its checksum; one result per file.

@@ -215,11 +215,7 @@ pub fn reverse_marked_refusal(algo: &str, dir: &std::path::Path) -> String {
 /// Strongly connected component labels (each the smallest id of its
 /// component) and their summary line.
 pub fn scc_result(l: VertexArray<u32>) -> (Output, String) {
-    let n = l
-        .iter()
-        .enumerate()
-        .filter(|(v, &x)| *v as u32 == x)
-        .count();
+    let n = label_roots(&l);
     (
         Output::Labels(l),
         format!("{n} strongly connected components"),
@@ -284,13 +280,18 @@ pub fn sssp_result(st: VertexArray<u64>) -> (Output, String) {
     (Output::Sssp(st), line)
 }
 
-/// Component labels and their summary line.
-pub fn labels_result(l: VertexArray<u32>) -> (Output, String) {
-    let components = l
-        .iter()
+/// The vertices labelled with their own id: one per component when each
+/// label is its component's smallest id.
+fn label_roots(l: &[u32]) -> usize {
+    l.iter()
         .enumerate()
         .filter(|(v, &x)| *v as u32 == x)
-        .count();
+        .count()
+}
+
+/// Component labels and their summary line.
+pub fn labels_result(l: VertexArray<u32>) -> (Output, String) {
+    let components = label_roots(&l);
     (Output::Labels(l), format!("{components} components"))
 }
 
